@@ -1,0 +1,24 @@
+"""jitvm: a JIT compiler for IREE VM bytecode, on llvmlite."""
+
+from __future__ import annotations
+
+from .errors import (
+    ArgumentError,
+    DecodeError,
+    Error,
+    FormatError,
+    UnsupportedError,
+    VerifyError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ArgumentError",
+    "DecodeError",
+    "Error",
+    "FormatError",
+    "UnsupportedError",
+    "VerifyError",
+    "__version__",
+]
