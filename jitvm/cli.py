@@ -1,0 +1,65 @@
+"""The `jitvm` command line: one subcommand per job, in the spirit of IREE's tools."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib import resources
+from pathlib import Path
+
+from .errors import Error
+
+EXAMPLE_PREFIX = "example:"
+
+
+def resolve_path(text: str) -> str:
+    """`example:NAME` names a module bundled with jitvm; anything else is a path."""
+    if text.startswith(EXAMPLE_PREFIX):
+        name = text[len(EXAMPLE_PREFIX):]
+        path = resources.files("jitvm") / "examples" / f"{name}.vmfb"
+        if not path.is_file():
+            available = sorted(p.name[:-5] for p in (resources.files("jitvm") / "examples").iterdir()
+                               if p.name.endswith(".vmfb"))
+            raise Error(f"no bundled example {name!r}; available: {', '.join(available) or 'none'}")
+        return str(path)
+    return text
+
+
+def cmd_dump(args) -> int:
+    from .frontend.dump import dump_json, dump_text
+    from .frontend.module import load_module
+
+    m = load_module(resolve_path(args.file))
+    if args.json:
+        print(dump_json(m, args.function))
+    else:
+        print(dump_text(m, args.function, summary=not args.no_summary))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="jitvm", description="A JIT compiler for IREE VM bytecode (.vmfb).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    d = sub.add_parser("dump", help="print a module's metadata and disassembly")
+    d.add_argument("file", help="a .vmfb path, or example:NAME for a bundled module")
+    d.add_argument("--function", help="only this function (export name, debug name or ordinal)")
+    d.add_argument("--json", action="store_true", help="machine-readable output")
+    d.add_argument("--no-summary", action="store_true", help="functions only, no metadata")
+    d.set_defaults(run=cmd_dump)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except Error as e:
+        print(f"jitvm {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
