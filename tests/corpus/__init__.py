@@ -12,6 +12,10 @@ directive comments that say how the differential tests should call it:
     One call with these raw VM argument values.
 ``// EXPECT-TRAP @fn``
     Calls of ``@fn`` must fail (trap / vm.fail / failed check) instead of returning.
+``// ORACLE-CRASH @fn``
+    IREE's own C interpreter does not trap here but kills the process (SIGFPE on integer
+    division by zero or INT_MIN / -1): the VM semantics are a trap (list ``@fn`` under
+    EXPECT-TRAP too), and the oracle runs these calls in a subprocess.
 ``// CHECK-TESTS``
     The exports are ``check`` dialect tests: every public no-argument function is called once.
 
@@ -120,6 +124,7 @@ class CorpusModule:
     expect_trap: frozenset[str]
     check_tests: bool
     exports: tuple[str, ...] = field(default=())  # exported function names found in the source
+    oracle_crash: frozenset[str] = field(default=frozenset())  # IREE dies (SIGFPE) on these
 
     def expects_trap(self, function: str) -> bool:
         return function in self.expect_trap
@@ -132,13 +137,16 @@ class Directives:
     expect_trap: frozenset[str]
     check_tests: bool
     exports: tuple[str, ...]
+    oracle_crash: frozenset[str] = frozenset()
 
 
 # --------------------------------------------------------------------------------------------
 # Directive parsing
 # --------------------------------------------------------------------------------------------
 
-_DIRECTIVE_RE = re.compile(r"^\s*//\s*(FLAGS|CALL|EXPECT-TRAP|CHECK-TESTS)\b:?\s*(.*?)\s*$")
+_DIRECTIVE_RE = re.compile(
+    r"^\s*//\s*(FLAGS|CALL|EXPECT-TRAP|ORACLE-CRASH|CHECK-TESTS)(?![\w-]):?\s*(.*?)\s*$"
+)
 _CALL_RE = re.compile(r"^@([\w.$-]+)\s*\((.*)\)$")
 _SHAPE_RE = re.compile(r"^((?:\d+x)*)(f32|f64|i1|i8|i16|i32|i64)$")
 _MLIR_EXPORT_RE = re.compile(r"^\s*func\.func\s+@([\w$.-]+)\s*\(", re.M)
@@ -193,6 +201,7 @@ def parse_directives(text: str, kind: str) -> Directives:
     flags: list[str] = []
     calls: list[Call] = []
     traps: set[str] = set()
+    crashes: set[str] = set()
     check_tests = False
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _DIRECTIVE_RE.match(line)
@@ -208,11 +217,11 @@ def parse_directives(text: str, kind: str) -> Directives:
                     raise CorpusError(f"bad CALL directive {rest!r}")
                 fn, args = cm.groups()
                 calls.append(Call(fn, tuple(parse_arg(a, kind) for a in _split_args(args))))
-            elif key == "EXPECT-TRAP":
+            elif key in ("EXPECT-TRAP", "ORACLE-CRASH"):
                 for tok in rest.split():
                     if not tok.startswith("@"):
-                        raise CorpusError(f"bad EXPECT-TRAP directive {rest!r}")
-                    traps.add(tok[1:])
+                        raise CorpusError(f"bad {key} directive {rest!r}")
+                    (traps if key == "EXPECT-TRAP" else crashes).add(tok[1:])
             elif key == "CHECK-TESTS":
                 check_tests = True
         except CorpusError as e:
@@ -231,7 +240,11 @@ def parse_directives(text: str, kind: str) -> Directives:
     elif kind == "vmasm":
         called = {c.function for c in calls}
         calls.extend(Call(n) for n in exports if n not in called)
-    return Directives(tuple(flags), tuple(calls), frozenset(traps), check_tests, exports)
+    if crashes - traps:
+        raise CorpusError(f"ORACLE-CRASH functions must also be EXPECT-TRAP: {sorted(crashes - traps)}")
+    return Directives(
+        tuple(flags), tuple(calls), frozenset(traps), check_tests, exports, frozenset(crashes)
+    )
 
 
 def _is_private_mlir_func(text: str, name: str) -> bool:
@@ -416,6 +429,7 @@ def build_corpus(
                 expect_trap=j.directives.expect_trap,
                 check_tests=j.directives.check_tests,
                 exports=j.directives.exports,
+                oracle_crash=j.directives.oracle_crash,
             )
         )
     return out

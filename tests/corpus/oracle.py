@@ -183,6 +183,9 @@ def run_module(module: CorpusModule) -> list[Outcome]:
         vm, ctx, inst = _vmasm_session(module)
         for i, call in enumerate(module.calls):
             args = make_inputs(module, i)
+            if call.function in module.oracle_crash:
+                outcomes.append(run_call_in_subprocess(module, i))
+                continue
             try:
                 res = call_vmasm(vm, ctx, call, args)
             except Exception as e:  # noqa: BLE001
@@ -192,4 +195,90 @@ def run_module(module: CorpusModule) -> list[Outcome]:
     return outcomes
 
 
-__all__ = ["CheckFailure", "DRIVER", "Outcome", "call_vmasm", "make_check_module", "run_module"]
+_SUBPROCESS_SCRIPT = r"""
+import sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from tests.corpus import build_corpus
+from tests.corpus.oracle import _vmasm_session, call_vmasm
+from tests.corpus import make_inputs
+m = build_corpus(cache_dir=Path(sys.argv[2]), names=[sys.argv[3]])[0]
+i = int(sys.argv[4])
+vm, ctx, inst = _vmasm_session(m)
+try:
+    print(repr(call_vmasm(vm, ctx, m.calls[i], make_inputs(m, i))))
+except Exception as e:
+    print("TRAP", type(e).__name__, e)
+    sys.exit(3)
+"""
+
+
+def run_call_in_subprocess(module: CorpusModule, index: int, cache_dir=None) -> Outcome:
+    """Runs one vmasm call in a fresh interpreter (for calls that crash IREE's runtime).
+
+    Outcome.trapped is True if the call trapped or the process died from a signal; the error
+    text says which ("killed by signal 8" for SIGFPE).
+    """
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from . import CORPUS_DIR
+
+    if cache_dir is None:
+        cache_dir = module.vmfb.parent.parent
+    root = str(Path(CORPUS_DIR).parent.parent)
+    r = subprocess.run(
+        [sys.executable, "-c", _SUBPROCESS_SCRIPT, root, str(cache_dir), module.name, str(index)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    call = module.calls[index]
+    if r.returncode < 0:
+        try:
+            sig = signal.Signals(-r.returncode).name
+        except ValueError:
+            sig = str(-r.returncode)
+        return Outcome(call, index, True, f"killed by signal {-r.returncode} ({sig})")
+    if r.returncode == 3:
+        return Outcome(call, index, True, r.stdout.strip())
+    if r.returncode != 0:
+        raise RuntimeError(f"oracle subprocess failed ({r.returncode}): {r.stderr.strip()}")
+    import ast
+
+    return Outcome(call, index, False, results=ast.literal_eval(r.stdout.strip().splitlines()[-1]))
+
+
+__all__ = ["CheckFailure", "DRIVER", "Outcome", "call_vmasm", "make_check_module", "run_call_in_subprocess",
+           "run_module"]
+
+
+def main(argv=None) -> int:
+    """``python -m tests.corpus.oracle [name ...]``: prints what IREE returns for each CALL."""
+    import sys
+
+    from . import build_corpus
+
+    names = (argv if argv is not None else sys.argv[1:]) or None
+    bad = 0
+    np.set_printoptions(threshold=12, precision=6)
+    for m in build_corpus(names=names):
+        for o in run_module(m):
+            want = o.call.function in m.expect_trap
+            mark = "ok " if want == o.trapped else "BAD"
+            bad += mark == "BAD"
+            if o.trapped:
+                what = "TRAP " + o.error.strip().splitlines()[-1][:160] if o.error else "TRAP"
+            else:
+                what = ", ".join(
+                    repr(r) if not isinstance(r, np.ndarray) else f"{r.dtype}{list(r.shape)}"
+                    for r in o.results
+                )
+            print(f"{mark} {m.name} {o.call} -> {what}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
