@@ -16,6 +16,10 @@ directive comments that say how the differential tests should call it:
     IREE's own C interpreter does not trap here but kills the process (SIGFPE on integer
     division by zero or INT_MIN / -1): the VM semantics are a trap (list ``@fn`` under
     EXPECT-TRAP too), and the oracle runs these calls in a subprocess.
+``// ORACLE-QUIRK @fn``
+    What IREE returns for ``@fn`` comes from a known IREE bug or from C implementation-defined
+    behaviour (e.g. f32 -> i32 casts of NaN); differential tests may report a mismatch
+    there instead of failing.
 ``// CHECK-TESTS``
     The exports are ``check`` dialect tests: every public no-argument function is called once.
 
@@ -125,6 +129,7 @@ class CorpusModule:
     check_tests: bool
     exports: tuple[str, ...] = field(default=())  # exported function names found in the source
     oracle_crash: frozenset[str] = field(default=frozenset())  # IREE dies (SIGFPE) on these
+    oracle_quirks: frozenset[str] = field(default=frozenset())  # IREE bug / impl-defined
 
     def expects_trap(self, function: str) -> bool:
         return function in self.expect_trap
@@ -138,6 +143,7 @@ class Directives:
     check_tests: bool
     exports: tuple[str, ...]
     oracle_crash: frozenset[str] = frozenset()
+    oracle_quirks: frozenset[str] = frozenset()
 
 
 # --------------------------------------------------------------------------------------------
@@ -145,7 +151,7 @@ class Directives:
 # --------------------------------------------------------------------------------------------
 
 _DIRECTIVE_RE = re.compile(
-    r"^\s*//\s*(FLAGS|CALL|EXPECT-TRAP|ORACLE-CRASH|CHECK-TESTS)(?![\w-]):?\s*(.*?)\s*$"
+    r"^\s*//\s*(FLAGS|CALL|EXPECT-TRAP|ORACLE-CRASH|ORACLE-QUIRK|CHECK-TESTS)(?![\w-]):?\s*(.*?)\s*$"
 )
 _CALL_RE = re.compile(r"^@([\w.$-]+)\s*\((.*)\)$")
 _SHAPE_RE = re.compile(r"^((?:\d+x)*)(f32|f64|i1|i8|i16|i32|i64)$")
@@ -202,6 +208,7 @@ def parse_directives(text: str, kind: str) -> Directives:
     calls: list[Call] = []
     traps: set[str] = set()
     crashes: set[str] = set()
+    quirks: set[str] = set()
     check_tests = False
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _DIRECTIVE_RE.match(line)
@@ -217,11 +224,12 @@ def parse_directives(text: str, kind: str) -> Directives:
                     raise CorpusError(f"bad CALL directive {rest!r}")
                 fn, args = cm.groups()
                 calls.append(Call(fn, tuple(parse_arg(a, kind) for a in _split_args(args))))
-            elif key in ("EXPECT-TRAP", "ORACLE-CRASH"):
+            elif key in ("EXPECT-TRAP", "ORACLE-CRASH", "ORACLE-QUIRK"):
+                dest = {"EXPECT-TRAP": traps, "ORACLE-CRASH": crashes, "ORACLE-QUIRK": quirks}[key]
                 for tok in rest.split():
                     if not tok.startswith("@"):
                         raise CorpusError(f"bad {key} directive {rest!r}")
-                    (traps if key == "EXPECT-TRAP" else crashes).add(tok[1:])
+                    dest.add(tok[1:])
             elif key == "CHECK-TESTS":
                 check_tests = True
         except CorpusError as e:
@@ -243,7 +251,13 @@ def parse_directives(text: str, kind: str) -> Directives:
     if crashes - traps:
         raise CorpusError(f"ORACLE-CRASH functions must also be EXPECT-TRAP: {sorted(crashes - traps)}")
     return Directives(
-        tuple(flags), tuple(calls), frozenset(traps), check_tests, exports, frozenset(crashes)
+        tuple(flags),
+        tuple(calls),
+        frozenset(traps),
+        check_tests,
+        exports,
+        frozenset(crashes),
+        frozenset(quirks),
     )
 
 
@@ -430,6 +444,7 @@ def build_corpus(
                 check_tests=j.directives.check_tests,
                 exports=j.directives.exports,
                 oracle_crash=j.directives.oracle_crash,
+                oracle_quirks=j.directives.oracle_quirks,
             )
         )
     return out
