@@ -7,6 +7,7 @@ from .errors import (
     DecodeError,
     Error,
     FormatError,
+    Trap,
     UnsupportedError,
     VerifyError,
 )
@@ -18,6 +19,7 @@ __all__ = [
     "DecodeError",
     "Error",
     "FormatError",
+    "Trap",
     "UnsupportedError",
     "VerifyError",
     "__version__",

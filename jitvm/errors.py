@@ -25,3 +25,41 @@ class UnsupportedError(Error):
 
 class ArgumentError(Error):
     """A caller passed arguments that do not fit the function's signature."""
+
+
+STATUS_NAMES = {
+    0: "OK", 1: "CANCELLED", 2: "UNKNOWN", 3: "INVALID_ARGUMENT", 4: "DEADLINE_EXCEEDED",
+    5: "NOT_FOUND", 6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED",
+    9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED",
+    13: "INTERNAL", 14: "UNAVAILABLE", 15: "DATA_LOSS", 16: "UNAUTHENTICATED", 17: "DEFERRED",
+}
+STATUS_CODES = {v: k for k, v in STATUS_NAMES.items()}
+
+
+class Trap(Error):
+    """A program failed while running: a VM trap, vm.fail, a failed check or a native error.
+
+    `status` is IREE's status code, `message` the failure text and `backtrace` a list of
+    (module, function, pc, source location or None), innermost first.
+    """
+
+    def __init__(self, status: int, message: str, backtrace=()):
+        self.status = status
+        self.message = message
+        self.backtrace = list(backtrace)
+        super().__init__(self._text())
+
+    @property
+    def status_name(self) -> str:
+        return STATUS_NAMES.get(self.status, f"STATUS_{self.status}")
+
+    def _text(self) -> str:
+        lines = [f"{self.status_name}; {self.message}"]
+        for module, function, pc, location in self.backtrace:
+            where = f"  at {module}.{function} pc {pc}"
+            lines.append(where + (f" ({location})" if location else ""))
+        return "\n".join(lines)
+
+    def add_frame(self, module: str, function: str, pc: int, location: str | None) -> None:
+        self.backtrace.append((module, function, pc, location))
+        self.args = (self._text(),)

@@ -1,0 +1,130 @@
+"""The one native calling convention every function and import uses across backends.
+
+    int32_t fn(void* ctx, uint64_t* args, uint64_t* results, Trap* trap)
+
+Arguments and results are 8-byte slots in calling-convention order: i32/f32 in the low 4
+bytes (zero-extended), i64/f64 in all 8, refs as object pointers. A variadic span takes one
+slot holding its repeat count followed by the repeated tuples. Argument refs are borrowed
+(the callee retains what it keeps); result refs are owned by the caller. A nonzero return
+is an IREE status code and `trap` says why and where.
+
+Python-level calls use plain values instead: int for i32/i64, float for f32/f64, Ref or
+None for refs, and a list of tuples for each variadic span.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+from ..errors import ArgumentError
+from ..frontend.cconv import CallingConvention, Span
+from .objects import Ref
+
+NATIVE_FN = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                             ctypes.POINTER(ctypes.c_uint64), ctypes.c_void_p)
+
+_F32 = struct.Struct("<f")
+_F64 = struct.Struct("<d")
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_Q = struct.Struct("<Q")
+_q = struct.Struct("<q")
+
+
+def to_slot(code: str, value) -> int:
+    """A Python value as the u64 slot for value code `code`."""
+    if code == "i":
+        return int(value) & 0xFFFFFFFF
+    if code == "I":
+        return int(value) & 0xFFFFFFFFFFFFFFFF
+    if code == "f":
+        return _U32.unpack(_F32.pack(value))[0]
+    if code == "F":
+        return _Q.unpack(_F64.pack(value))[0]
+    if value is None:
+        return 0
+    return value.addr
+
+
+def from_slot(code: str, slot: int, owned: bool):
+    """The Python value in a u64 slot; refs become Refs (taking over `owned` references)."""
+    if code == "i":
+        return _I32.unpack(_U32.pack(slot & 0xFFFFFFFF))[0]
+    if code == "I":
+        return _q.unpack(_Q.pack(slot & 0xFFFFFFFFFFFFFFFF))[0]
+    if code == "f":
+        return _F32.unpack(_U32.pack(slot & 0xFFFFFFFF))[0]
+    if code == "F":
+        return _F64.unpack(_Q.pack(slot))[0]
+    return Ref.wrap(slot, retain_it=not owned)
+
+
+def slot_count(cconv: CallingConvention, args) -> int:
+    n = 0
+    for spec, value in zip(cconv.args, args):
+        n += 1 + len(value) * len(spec.codes) if isinstance(spec, Span) else 1
+    return n
+
+
+def check_arity(name: str, cconv: CallingConvention, args) -> None:
+    if len(args) != len(cconv.args):
+        raise ArgumentError(f"{name} takes {len(cconv.args)} arguments ({cconv.text}), got {len(args)}")
+
+
+def pack_args(cconv: CallingConvention, args) -> ctypes.Array:
+    """Python values -> an argument slot array (refs borrowed from the Python values)."""
+    out = (ctypes.c_uint64 * max(1, slot_count(cconv, args)))()
+    i = 0
+    for spec, value in zip(cconv.args, args):
+        if isinstance(spec, Span):
+            out[i] = len(value)
+            i += 1
+            for tup in value:
+                for code, v in zip(spec.codes, tup):
+                    out[i] = to_slot(code, v)
+                    i += 1
+        else:
+            out[i] = to_slot(spec, value)
+            i += 1
+    return out
+
+
+def unpack_args(cconv: CallingConvention, slots) -> list:
+    """An argument slot array -> Python values (refs retained by the new Ref objects)."""
+    values: list = []
+    i = 0
+    for spec in cconv.args:
+        if isinstance(spec, Span):
+            count = slots[i]
+            i += 1
+            span = []
+            for _ in range(count):
+                tup = []
+                for code in spec.codes:
+                    tup.append(from_slot(code, slots[i], owned=False))
+                    i += 1
+                span.append(tuple(tup))
+            values.append(span)
+        else:
+            values.append(from_slot(spec, slots[i], owned=False))
+            i += 1
+    return values
+
+
+def result_array(cconv: CallingConvention) -> ctypes.Array:
+    return (ctypes.c_uint64 * max(1, len(cconv.results)))()
+
+
+def unpack_results(cconv: CallingConvention, slots) -> list:
+    """Result slots -> Python values, taking ownership of the returned refs."""
+    return [from_slot(code, slots[i], owned=True) for i, code in enumerate(cconv.results)]
+
+
+def pack_results(cconv: CallingConvention, values, slots) -> None:
+    """Python results -> result slots; refs are handed over with a new reference each."""
+    for i, (code, value) in enumerate(zip(cconv.results, values)):
+        if code == "r" and value is not None:
+            slots[i] = Ref(value.addr).detach()
+        else:
+            slots[i] = to_slot(code, value)

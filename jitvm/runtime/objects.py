@@ -1,0 +1,377 @@
+"""Python views of native VM objects: refs, buffers, lists, and Python-backed ref types.
+
+The native structs (runtime.layout) are the source of truth. A `Ref` owns one reference
+and releases it when garbage collected; `VmBuffer` and `VmList` read through to native
+memory. Ref types implemented in Python (the HAL's objects) get a native header whose
+destruction drops the Python object, so native code can hold and release them like any ref.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+from typing import ClassVar
+
+import numpy as np
+
+from ..errors import Error
+from ..frontend import types as vm_types
+from . import layout, nativelib
+from .layout import BufferT, ListT, ObjectT
+
+# --- runtime type ids -----------------------------------------------------------------------
+
+_type_ids: dict[str, int] = {"vm.buffer": nativelib.BUFFER_TYPE_ID, "vm.list": nativelib.LIST_TYPE_ID}
+_type_names: dict[int, str] = {v: k for k, v in _type_ids.items()}
+_type_lock = threading.Lock()
+
+
+def register_type(name: str) -> int:
+    """The runtime id of ref type `name` ("hal.buffer"), registering it on first use."""
+    with _type_lock:
+        if name not in _type_ids:
+            tid = 16 + len(_type_ids)
+            _type_ids[name] = tid
+            _type_names[tid] = name
+            vm_types.register_ref_type(name)
+        return _type_ids[name]
+
+
+def type_id(name: str) -> int | None:
+    return _type_ids.get(name)
+
+
+def type_name(tid: int) -> str:
+    return _type_names.get(tid, f"<type {tid}>")
+
+
+# --- refs ------------------------------------------------------------------------------------
+
+def retain(addr: int) -> None:
+    if addr:
+        nativelib.fn.jv_retain(addr)
+
+
+def release(addr: int) -> None:
+    if addr:
+        nativelib.fn.jv_release(addr)
+
+
+def header(addr: int) -> ObjectT:
+    return ObjectT.from_address(addr)
+
+
+class Ref:
+    """Owns one reference to a native object (never null: Python APIs use None for null)."""
+
+    __slots__ = ("addr", "__weakref__")
+
+    def __init__(self, addr: int, retain_it: bool = True):
+        if not addr:
+            raise ValueError("Ref of a null pointer; use None for null refs")
+        self.addr = addr
+        if retain_it:
+            nativelib.fn.jv_retain(addr)
+
+    def __del__(self):
+        addr = getattr(self, "addr", 0)
+        if addr:
+            self.addr = 0
+            try:
+                nativelib.fn.jv_release(addr)
+            except Exception:  # interpreter shutdown
+                pass
+
+    def detach(self) -> int:
+        """Gives up this Python reference, returning the address that now owns it."""
+        addr, self.addr = self.addr, 0
+        return addr
+
+    @property
+    def type_id(self) -> int:
+        return header(self.addr).type_id
+
+    @property
+    def type_name(self) -> str:
+        return type_name(self.type_id)
+
+    @property
+    def refcount(self) -> int:
+        return header(self.addr).refcount
+
+    @property
+    def payload(self):
+        """The Python object behind a Python-backed ref type, or None."""
+        return _live.get(self.addr)
+
+    def __eq__(self, other):
+        return isinstance(other, Ref) and other.addr == self.addr
+
+    def __hash__(self):
+        return hash(self.addr)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} !{self.type_name} at 0x{self.addr:x}>"
+
+    @staticmethod
+    def wrap(addr: int, retain_it: bool = True) -> "Ref | None":
+        """The most specific view of `addr` (a buffer, a list or a plain ref); None for null."""
+        if not addr:
+            return None
+        tid = header(addr).type_id
+        cls = VmBuffer if tid == nativelib.BUFFER_TYPE_ID else VmList if tid == nativelib.LIST_TYPE_ID else Ref
+        return cls(addr, retain_it)
+
+
+def address_of(view) -> int:
+    """The address of a bytes-like object's memory (read-only ones too), without copying."""
+    return np.frombuffer(view, dtype=np.uint8).ctypes.data if len(view) else 0
+
+
+class VmBuffer(Ref):
+    """vm.buffer: a byte span with access rights."""
+
+    __slots__ = ()
+
+    @property
+    def struct(self) -> BufferT:
+        return BufferT.from_address(self.addr)
+
+    @property
+    def length(self) -> int:
+        return self.struct.length
+
+    @property
+    def data_address(self) -> int:
+        return self.struct.data or 0
+
+    @property
+    def access(self) -> int:
+        return self.struct.access
+
+    @property
+    def mutable(self) -> bool:
+        return bool(self.struct.access & layout.BUFFER_MUTABLE)
+
+    def view(self) -> memoryview:
+        """A writable view of the bytes (the VM enforces access rights, not Python)."""
+        n = self.length
+        if n == 0:
+            return memoryview(bytearray())
+        return memoryview((ctypes.c_uint8 * n).from_address(self.data_address)).cast("B")
+
+    def numpy(self, dtype=np.uint8) -> np.ndarray:
+        return np.frombuffer(self.view(), dtype=dtype)
+
+    def tobytes(self) -> bytes:
+        return bytes(self.view())
+
+    @classmethod
+    def allocate(cls, length: int, alignment: int = 16,
+                 access: int = layout.BUFFER_MUTABLE | layout.BUFFER_ORIGIN_HOST) -> "VmBuffer":
+        addr = nativelib.fn.jv_buffer_alloc(length, alignment, access)
+        if not addr:
+            raise Error(f"out of memory allocating a {length}-byte buffer")
+        return cls(addr, retain_it=False)
+
+    @classmethod
+    def wrap_memory(cls, address: int, length: int, access: int, origin: "Ref | None") -> "VmBuffer":
+        """A buffer over memory that `origin` keeps alive (None: memory that outlives it)."""
+        addr = nativelib.fn.jv_buffer_wrap(address, length, access, origin.addr if origin else None)
+        if not addr:
+            raise Error("out of memory wrapping a buffer")
+        return cls(addr, retain_it=False)
+
+    @classmethod
+    def from_bytes(cls, data, access: int = layout.BUFFER_MUTABLE | layout.BUFFER_ORIGIN_HOST) -> "VmBuffer":
+        data = memoryview(data).cast("B")
+        buf = cls.allocate(len(data), 16, access)
+        if len(data):
+            ctypes.memmove(buf.data_address, address_of(data), len(data))
+        return buf
+
+
+_VALUE_FORMATS = {"i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "f32": "<f", "f64": "<d"}
+
+
+class VmList(Ref):
+    """vm.list: values stored densely, refs as pointers, or variants."""
+
+    __slots__ = ()
+
+    @property
+    def struct(self) -> ListT:
+        return ListT.from_address(self.addr)
+
+    def __len__(self) -> int:
+        return self.struct.size
+
+    @property
+    def mode(self) -> int:
+        return self.struct.mode
+
+    @property
+    def element_type(self) -> int:
+        return self.struct.element_type
+
+    @classmethod
+    def allocate(cls, element: "vm_types.VmType | str | None", capacity: int = 0) -> "VmList":
+        """A list of `element` (a value type name, a ref VmType, or None for variants)."""
+        if isinstance(element, str):
+            element = vm_types.parse_type(element)
+        if element is None:
+            mode, etype, esize = layout.LIST_VARIANT, 0, layout.sizeof("Variant")
+        elif element.kind == "value":
+            mode, etype, esize = layout.LIST_VALUE, layout.VALUE_CODES[element.value], \
+                layout.VALUE_SIZES[element.value]
+        elif element.kind == "opaque":
+            mode, etype, esize = layout.LIST_REF, 0, 8
+        else:
+            mode, etype, esize = layout.LIST_REF, register_type(element.ref), 8
+        addr = nativelib.fn.jv_list_alloc(mode, etype, esize, capacity)
+        if not addr:
+            raise Error(f"out of memory allocating a list of capacity {capacity}")
+        return cls(addr, retain_it=False)
+
+    def _slot(self, index: int) -> int:
+        s = self.struct
+        if not 0 <= index < s.size:
+            raise IndexError(f"list index {index} out of range (size {s.size})")
+        return s.storage + index * s.element_size
+
+    def get(self, index: int):
+        """The element as a Python value: int/float for values, Ref or None for refs."""
+        s = self.struct
+        at = self._slot(index)
+        if s.mode == layout.LIST_VALUE:
+            fmt = _VALUE_FORMATS[layout.VALUE_NAMES[s.element_type]]
+            return struct.unpack(fmt, ctypes.string_at(at, struct.calcsize(fmt)))[0]
+        if s.mode == layout.LIST_REF:
+            return Ref.wrap(ctypes.c_void_p.from_address(at).value or 0)
+        v = layout.VariantT.from_address(at)
+        if v.tag == layout.VARIANT_REF:
+            return Ref.wrap(v.bits)
+        if v.tag == layout.VARIANT_EMPTY:
+            return None
+        fmt = _VALUE_FORMATS[layout.VALUE_NAMES[v.tag]]
+        return struct.unpack(fmt, struct.pack("<Q", v.bits)[:struct.calcsize(fmt)])[0]
+
+    def set(self, index: int, value, value_type: str | None = None) -> None:
+        """Stores a Python value; refs are retained by the list."""
+        s = self.struct
+        at = self._slot(index)
+        if s.mode == layout.LIST_VALUE:
+            fmt = _VALUE_FORMATS[layout.VALUE_NAMES[s.element_type]]
+            ctypes.memmove(at, struct.pack(fmt, _coerce(fmt, value)), struct.calcsize(fmt))
+        elif s.mode == layout.LIST_REF:
+            new = value.addr if value is not None else 0
+            retain(new)
+            slot = ctypes.c_void_p.from_address(at)
+            old, slot.value = slot.value or 0, new or None
+            release(old)
+        else:
+            v = layout.VariantT.from_address(at)
+            old = v.bits if v.tag == layout.VARIANT_REF else 0
+            if value is None:
+                v.tag, v.bits = layout.VARIANT_EMPTY, 0
+            elif isinstance(value, Ref):
+                retain(value.addr)
+                v.tag, v.bits = layout.VARIANT_REF, value.addr
+            else:
+                vt = value_type or ("f64" if isinstance(value, float) else "i64")
+                fmt = _VALUE_FORMATS[vt]
+                raw = struct.pack(fmt, _coerce(fmt, value)).ljust(8, b"\0")
+                v.tag, v.bits = layout.VALUE_CODES[vt], struct.unpack("<Q", raw)[0]
+            release(old)
+
+    def append(self, value, value_type: str | None = None) -> None:
+        n = len(self)
+        if nativelib.fn.jv_list_resize(self.addr, n + 1):
+            raise Error("out of memory growing a list")
+        self.set(n, value, value_type)
+
+    def __iter__(self):
+        return (self.get(i) for i in range(len(self)))
+
+
+def _coerce(fmt: str, value):
+    if fmt in ("<f", "<d"):
+        return float(value)
+    bits = struct.calcsize(fmt) * 8
+    value = int(value) & ((1 << bits) - 1)
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+# --- Python-backed ref types -------------------------------------------------------------------
+
+_live: dict[int, object] = {}
+_live_lock = threading.Lock()
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+def _destroy_python_object(addr):
+    with _live_lock:
+        obj = _live.pop(addr, None)
+    nativelib.fn.jv_free_object(addr)
+    if obj is not None:
+        obj.on_destroy()
+
+
+_DESTROY_ADDRESS = ctypes.cast(_destroy_python_object, ctypes.c_void_p).value
+
+
+class NativeObject:
+    """Base of ref types implemented in Python (HAL objects and the like).
+
+    `new(...)` constructs the Python object and a native header with one reference, returned
+    as a Ref. The Python object lives exactly as long as the native reference count is > 0.
+    """
+
+    type_name: ClassVar[str] = ""
+    addr: int = 0
+
+    @classmethod
+    def new(cls, *args, **kwargs) -> Ref:
+        obj = cls(*args, **kwargs)
+        return obj._attach()
+
+    def _attach(self) -> Ref:
+        tid = register_type(type(self).type_name)
+        libc_malloc = _libc_malloc()
+        addr = libc_malloc(layout.sizeof("Object"))
+        if not addr:
+            raise Error("out of memory allocating an object header")
+        h = ObjectT.from_address(addr)
+        h.refcount, h.type_id, h.flags, h.destroy = 1, tid, 0, _DESTROY_ADDRESS
+        self.addr = addr
+        with _live_lock:
+            _live[addr] = self
+        return Ref(addr, retain_it=False)
+
+    def on_destroy(self) -> None:
+        """Called once the last native reference is gone; release what the object holds."""
+
+    def ref(self) -> Ref:
+        """A new owning reference to this (still live) object."""
+        return Ref(self.addr)
+
+
+_malloc = None
+
+
+def _libc_malloc():
+    global _malloc
+    if _malloc is None:
+        m = ctypes.CDLL(None).malloc
+        m.restype, m.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+        _malloc = m
+    return _malloc
+
+
+def payload(addr: int, cls: type | None = None):
+    """The Python object of a Python-backed ref (optionally checking its class), or None."""
+    obj = _live.get(addr)
+    if cls is not None and not isinstance(obj, cls):
+        return None
+    return obj
