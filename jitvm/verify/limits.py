@@ -1,0 +1,19 @@
+"""Named bounds on what a module may ask the runtime to allocate or address.
+
+The register limits are those of the encoding (15-bit i32 ordinals, 14-bit ref ordinals).
+The state limits are jitvm's choice: module state is allocated when a module is loaded, so
+an untrusted file must not be able to demand gigabytes with one mutated integer; real
+modules keep large constants in rodata and need kilobytes of globals at most.
+"""
+
+from __future__ import annotations
+
+MAX_I32_REGISTERS = 0x7FFF  # i32 ordinals are 15 bits (bit 15 marks a ref register)
+MAX_REF_REGISTERS = 0x3FFF  # ref ordinals are 14 bits (bit 14 is the move bit)
+
+MAX_GLOBAL_BYTES = 64 << 20  # module_state.global_bytes_capacity
+MAX_GLOBAL_REFS = 1 << 20  # module_state.global_ref_count
+MAX_RWDATA_SEGMENT_BYTES = MAX_GLOBAL_BYTES  # each rwdata_segments[i].byte_size
+
+# Block pcs are kept in 24 bits by IREE's dispatch; a longer function could not be run there.
+MAX_FUNCTION_BYTES = 0xFFFFFF
