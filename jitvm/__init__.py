@@ -12,6 +12,9 @@ from .errors import (
     VerifyError,
 )
 
+from . import verify
+from .verify import verify_module
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -23,4 +26,6 @@ __all__ = [
     "UnsupportedError",
     "VerifyError",
     "__version__",
+    "verify",
+    "verify_module",
 ]

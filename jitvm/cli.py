@@ -37,6 +37,18 @@ def cmd_dump(args) -> int:
     return 0
 
 
+def cmd_verify(args) -> int:
+    """One line per module (embedded VMVX executables included): `FILE: ok` or its first error."""
+    from .verify.report import verdicts
+
+    failed = False
+    for text in args.files:
+        for label, error in verdicts(resolve_path(text), text):
+            print(f"{label}: {'ok' if error is None else 'error: ' + error}", flush=True)
+            failed |= error is not None
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="jitvm", description="A JIT compiler for IREE VM bytecode (.vmfb).")
     sub = p.add_subparsers(dest="command", required=True)
@@ -47,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--json", action="store_true", help="machine-readable output")
     d.add_argument("--no-summary", action="store_true", help="functions only, no metadata")
     d.set_defaults(run=cmd_dump)
+
+    v = sub.add_parser("verify", help="verify modules (and the executables embedded in them)")
+    v.add_argument("files", nargs="+", metavar="FILE", help="a .vmfb path, or example:NAME")
+    v.set_defaults(run=cmd_verify)
     return p
 
 

@@ -57,9 +57,13 @@ def _argument_codes(fv, ins, name: str, cconv: CallingConvention, segments, pass
     # Count before expanding: a span of 65535 repeats must not cost 65535 steps to refuse.
     expected = sum(len(a.codes) * n if isinstance(a, Span) else 1 for a, n in zip(cconv.args, segments))
     if expected != passed:
-        raise fv.fail(ins, f"{name} takes {expected} argument registers ({cconv} with segment sizes "
+        raise fv.fail(ins, f"{name} takes {_count(expected, 'argument register')} ({cconv} with segment sizes "
                            f"[{', '.join(map(str, segments))}]) but the call passes {passed}")
     return cconv.flat_args(tuple(segments))
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def check_values(fv, ins, codes, regs, role: str, owner: str, move_ok: bool) -> None:
@@ -77,10 +81,10 @@ def _call_rule(variadic: bool):
         segments = args[layout.segments] if layout.segments is not None else None
         arg_codes = _argument_codes(fv, ins, name, cconv, segments, len(operands))
         if len(arg_codes) != len(operands):
-            raise fv.fail(ins, f"{name} takes {len(arg_codes)} argument registers ({cconv}) but the "
+            raise fv.fail(ins, f"{name} takes {_count(len(arg_codes), 'argument register')} ({cconv}) but the "
                                f"call passes {len(operands)}")
         if len(cconv.results) != len(results):
-            raise fv.fail(ins, f"{name} returns {len(cconv.results)} values ({cconv}) but the call "
+            raise fv.fail(ins, f"{name} returns {_count(len(cconv.results), 'value')} ({cconv}) but the call "
                                f"receives {len(results)}")
         check_values(fv, ins, arg_codes, operands, "argument", name, True)
         check_values(fv, ins, cconv.results, results, "result", name, False)
@@ -92,7 +96,7 @@ def _return_rule(fv, index: int, ins) -> None:
     operands = ins.args[LAYOUTS[ins.op].operands]
     codes = fv.cconv.results
     if len(codes) != len(operands):
-        raise fv.fail(ins, f"the function returns {len(codes)} values ({fv.cconv}) but "
+        raise fv.fail(ins, f"the function returns {_count(len(codes), 'value')} ({fv.cconv}) but "
                            f"{ins.op.mnemonic} passes {len(operands)}")
     check_values(fv, ins, codes, operands, "return value", "the function", True)
 
