@@ -67,7 +67,7 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("args", ("array", "i64", 4)),
         ("message", "ptr"),  # optional NUL-terminated text (static, or owned by Python)
         ("frame_count", "i32"),
-        ("reserved", "i32"),
+        ("depth", "i32"),  # current VM call depth of the invocation using this record
         ("frames", ("array", "Frame", 32)),
     ],
     # An import slot: a callee with the uniform native ABI (see runtime.abi).
