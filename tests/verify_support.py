@@ -124,3 +124,53 @@ def patch_descriptor(data: bytes, module: BytecodeModule, ordinal: int, name: st
     offset, fmt = DESCRIPTOR_FIELDS[name]
     at = descriptor_table_offset(module) + schema.FUNCTION_DESCRIPTOR.size * ordinal + offset
     return patch(data, at, struct.pack(fmt, value))
+
+
+# --- FlatBuffer locations: where a table field, string or vector count sits in the file ----
+
+def _root(module: BytecodeModule):
+    return FlatBuffer(module.archive.flatbuffer).root()
+
+
+def _file(module: BytecodeModule, fb_pos: int) -> int:
+    return module.archive.flatbuffer_offset + fb_pos
+
+
+def root_field_offset(module: BytecodeModule, name: str) -> int:
+    """File offset of a scalar field of the root table (it must be present in the file)."""
+    pos = _root(module).field(schema.BYTECODE_MODULE.slot(name))
+    assert pos, f"{name} is not written in this module"
+    return _file(module, pos)
+
+
+def vector_count_offset(module: BytecodeModule, name: str, element_size: int = 4) -> int:
+    """File offset of the u32 element count of a root vector field."""
+    start, _ = _root(module).vector_span(schema.BYTECODE_MODULE.slot(name), element_size, name)
+    return _file(module, start - 4)
+
+
+def _element(module: BytecodeModule, vector: str, index: int):
+    return _root(module).tables(schema.BYTECODE_MODULE.slot(vector), vector)[index]
+
+
+def element_field_offset(module: BytecodeModule, vector: str, index: int, sub: schema.TableSchema,
+                         name: str) -> int:
+    """File offset of scalar field `name` of table `vector[index]`."""
+    pos = _element(module, vector, index).field(sub.slot(name))
+    assert pos, f"{vector}[{index}].{name} is not written in this module"
+    return _file(module, pos)
+
+
+def element_string_offset(module: BytecodeModule, vector: str, index: int, sub: schema.TableSchema,
+                          name: str) -> int:
+    """File offset of the first character of string field `name` of table `vector[index]`."""
+    table = _element(module, vector, index)
+    start, _ = table.vector_span(sub.slot(name), 1, name)
+    return _file(module, start)
+
+
+def state_field_offset(module: BytecodeModule, name: str) -> int:
+    state = _root(module).table(schema.BYTECODE_MODULE.slot("module_state"), "module_state")
+    pos = state.field(schema.MODULE_STATE.slot(name))
+    assert pos, f"module_state.{name} is not written in this module"
+    return _file(module, pos)
