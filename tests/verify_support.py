@@ -60,7 +60,7 @@ def field_offset(ins, name: str) -> int:
 class Located:
     """An instruction of a module file, with what is needed to patch its bytes."""
 
-    path: Path
+    path: Path | None  # None when the module came from bytes
     module: BytecodeModule
     ordinal: int
     index: int
@@ -79,15 +79,17 @@ def instructions(module: BytecodeModule, ordinal: int) -> list:
     return decode_function(module.function_bytes(ordinal))
 
 
-def find(path, predicate) -> Located:
-    """The first instruction of the module at `path` for which predicate(module, ins) holds."""
-    m = load_module(Path(path).read_bytes(), str(path))
+def find(source, predicate) -> Located:
+    """The first instruction of the module (a path or bytes) for which predicate(module, ins) holds."""
+    is_bytes = isinstance(source, (bytes, bytearray))
+    path = None if is_bytes else Path(source)
+    m = load_module(bytes(source) if is_bytes else path.read_bytes(), "<bytes>" if is_bytes else str(path))
     for ordinal in range(len(m.functions)):
         ins_list = instructions(m, ordinal)
         for index, ins in enumerate(ins_list):
             if predicate(m, ins):
-                return Located(Path(path), m, ordinal, index, ins, ins_list)
-    raise LookupError(f"{path}: no instruction matches")
+                return Located(path, m, ordinal, index, ins, ins_list)
+    raise LookupError(f"{path or 'module'}: no instruction matches")
 
 
 def patch(data: bytes, offset: int, new: bytes) -> bytes:
