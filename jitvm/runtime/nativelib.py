@@ -13,7 +13,7 @@ import threading
 
 import llvmlite.binding as llvm
 
-from . import layout
+from . import layout, semantics
 from .layout import field
 
 BUFFER_TYPE_ID = 1
@@ -32,6 +32,25 @@ def _o(struct: str, name: str) -> int:
     return field(struct, name).offset
 
 
+def _cast_f32_ui64_body() -> str:
+    if semantics.FLOAT_TO_INT_SATURATES:
+        return """  %nan = fcmp uno float %r, %r
+  %neg = fcmp ole float %r, 0.0
+  %big = fcmp oge float %r, 0x43F0000000000000
+  %u = fptoui float %r to i64
+  %a = select i1 %big, i64 -1, i64 %u
+  %b = select i1 %neg, i64 0, i64 %a
+  %c = select i1 %nan, i64 0, i64 %b
+  ret i64 %c"""
+    return """  %lo = fcmp oge float %r, 0xC3E0000000000000
+  %hi = fcmp olt float %r, 0x43E0000000000000
+  %ok = and i1 %lo, %hi
+  %safe = select i1 %ok, float %r, float 0.0
+  %s = fptosi float %safe to i64
+  %c = select i1 %ok, i64 %s, i64 -9223372036854775808
+  ret i64 %c"""
+
+
 def _ir_text() -> str:
     rc, tid, destroy = _o("Object", "refcount"), _o("Object", "type_id"), _o("Object", "destroy")
     b_data, b_len, b_access = _o("Buffer", "data"), _o("Buffer", "length"), _o("Buffer", "access")
@@ -40,6 +59,10 @@ def _ir_text() -> str:
     l_size, l_cap, l_storage = _o("List", "size"), _o("List", "capacity"), _o("List", "storage")
     v_tag, v_bits, v_size = _o("Variant", "tag"), _o("Variant", "bits"), layout.sizeof("Variant")
     buffer_size, list_size = layout.sizeof("Buffer"), layout.sizeof("List")
+    t_kind, t_args, t_message = _o("Trap", "kind"), _o("Trap", "args"), _o("Trap", "message")
+    t_frame_count, t_frames = _o("Trap", "frame_count"), _o("Trap", "frames")
+    f_function, f_pc, frame_size = _o("Frame", "function"), _o("Frame", "pc"), layout.sizeof("Frame")
+    max_frames = layout.field("Trap", "frames").type[2]
     return f"""
 declare ptr @malloc(i64)
 declare void @free(ptr)
@@ -308,6 +331,62 @@ oom:
   ret i32 8
 }}
 
+; (uint64_t)roundf(x) as IREE's runtime computes vm.cast.f32.ui64 on this host: on x86_64
+; its build converts with the signed instruction (out of range or NaN gives INT64_MIN); on
+; aarch64 the conversion saturates (NaN and negatives give 0). Explicit, so no optimizer
+; folds an out-of-range conversion differently.
+declare float @llvm.round.f32(float)
+define i64 @jv_cast_f32_ui64(float %x) {{
+entry:
+  %r = call float @llvm.round.f32(float %x)
+{_cast_f32_ui64_body()}
+}}
+
+; Records a trap: status, kind and its integer arguments, optional message; no frames yet.
+define void @jv_trap_set(ptr %t, i32 %status, i32 %kind, i64 %a0, i64 %a1, i64 %a2, i64 %a3, ptr %msg) {{
+entry:
+  store i32 %status, ptr %t
+  %pk = getelementptr inbounds i8, ptr %t, i64 {t_kind}
+  store i32 %kind, ptr %pk
+  %pa = getelementptr inbounds i8, ptr %t, i64 {t_args}
+  store i64 %a0, ptr %pa
+  %pa1 = getelementptr inbounds i64, ptr %pa, i64 1
+  store i64 %a1, ptr %pa1
+  %pa2 = getelementptr inbounds i64, ptr %pa, i64 2
+  store i64 %a2, ptr %pa2
+  %pa3 = getelementptr inbounds i64, ptr %pa, i64 3
+  store i64 %a3, ptr %pa3
+  %pm = getelementptr inbounds i8, ptr %t, i64 {t_message}
+  store ptr %msg, ptr %pm
+  %pf = getelementptr inbounds i8, ptr %t, i64 {t_frame_count}
+  store i32 0, ptr %pf
+  ret void
+}}
+
+; Appends a frame (innermost first) while there is room.
+define void @jv_trap_push_frame(ptr %t, ptr %state, i32 %fn, i32 %pc) {{
+entry:
+  %pf = getelementptr inbounds i8, ptr %t, i64 {t_frame_count}
+  %n = load i32, ptr %pf
+  %room = icmp ult i32 %n, {max_frames}
+  br i1 %room, label %push, label %done
+push:
+  %n64 = zext i32 %n to i64
+  %off = mul i64 %n64, {frame_size}
+  %base = getelementptr inbounds i8, ptr %t, i64 {t_frames}
+  %fr = getelementptr inbounds i8, ptr %base, i64 %off
+  store ptr %state, ptr %fr
+  %pfn = getelementptr inbounds i8, ptr %fr, i64 {f_function}
+  store i32 %fn, ptr %pfn
+  %ppc = getelementptr inbounds i8, ptr %fr, i64 {f_pc}
+  store i32 %pc, ptr %ppc
+  %n1 = add i32 %n, 1
+  store i32 %n1, ptr %pf
+  br label %done
+done:
+  ret void
+}}
+
 ; Sets the size, releasing refs beyond a smaller size and zeroing new elements.
 define i32 @jv_list_resize(ptr %l, i32 %new_size) {{
 entry:
@@ -346,7 +425,35 @@ PROTOTYPES = {
                                       ctypes.c_uint32),
     "jv_list_reserve": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint32),
     "jv_list_resize": ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_uint32),
+    "jv_cast_f32_ui64": ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_float),
+    "jv_trap_set": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_int64,
+                                    ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p),
+    "jv_trap_push_frame": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
+                                           ctypes.c_int32),
 }
+
+
+def _siphash_callback(ptr, length):
+    from .hashing import siphash24
+
+    return siphash24(ctypes.string_at(ptr, length) if length else b"")
+
+
+# Runtime functions implemented in Python, reachable from native code as plain symbols
+# (used only off hot paths).
+CALLBACKS = {
+    "jv_siphash24": (ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64), _siphash_callback),
+}
+_callback_objects: dict[str, object] = {}
+
+
+def prototype(name: str):
+    """The ctypes prototype of a native runtime function or callback, or None."""
+    if name in PROTOTYPES:
+        return PROTOTYPES[name]
+    if name in CALLBACKS:
+        return CALLBACKS[name][0]
+    return None
 
 
 def initialize_llvm() -> None:
@@ -377,6 +484,8 @@ def _register_libc() -> None:
 def load() -> dict[str, object]:
     """Compiles the runtime's native functions (once) and returns name -> ctypes function."""
     global _engine
+    from . import listops  # noqa: F401  (registers its callbacks)
+
     with _lock:
         if _engine is None:
             initialize_llvm()
@@ -390,6 +499,10 @@ def load() -> dict[str, object]:
                 addr = engine.get_function_address(name)
                 ADDRESSES[name] = addr
                 llvm.add_symbol(name, addr)
+            for name, (proto, impl) in CALLBACKS.items():
+                cb = _callback_objects[name] = proto(impl)
+                ADDRESSES[name] = ctypes.cast(cb, ctypes.c_void_p).value
+                llvm.add_symbol(name, ADDRESSES[name])
             _engine = engine
     return {name: proto(ADDRESSES[name]) for name, proto in PROTOTYPES.items()}
 

@@ -218,17 +218,11 @@ class VmList(Ref):
     @classmethod
     def allocate(cls, element: "vm_types.VmType | str | None", capacity: int = 0) -> "VmList":
         """A list of `element` (a value type name, a ref VmType, or None for variants)."""
+        from .listops import storage_for
+
         if isinstance(element, str):
             element = vm_types.parse_type(element)
-        if element is None:
-            mode, etype, esize = layout.LIST_VARIANT, 0, layout.sizeof("Variant")
-        elif element.kind == "value":
-            mode, etype, esize = layout.LIST_VALUE, layout.VALUE_CODES[element.value], \
-                layout.VALUE_SIZES[element.value]
-        elif element.kind == "opaque":
-            mode, etype, esize = layout.LIST_REF, 0, 8
-        else:
-            mode, etype, esize = layout.LIST_REF, register_type(element.ref), 8
+        mode, etype, esize = storage_for(element)
         addr = nativelib.fn.jv_list_alloc(mode, etype, esize, capacity)
         if not addr:
             raise Error(f"out of memory allocating a list of capacity {capacity}")

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import platform
 
-FUSED_FMA = platform.machine().lower() in ("aarch64", "arm64")
+_ARM = platform.machine().lower() in ("aarch64", "arm64")
+FUSED_FMA = _ARM
+
+# C's float -> unsigned conversion as IREE's build compiles it: x86_64 uses the signed
+# conversion (out of range: INT64_MIN), aarch64 saturates. Measured on x86_64 against
+# iree-base-runtime 3.13: vm.cast.f32.ui64(2e19) == vm.cast.f32.ui64(nan) == INT64_MIN.
+FLOAT_TO_INT_SATURATES = _ARM
 
 # Deepest chain of VM calls before a call fails with RESOURCE_EXHAUSTED (IREE bounds its
 # stack by bytes; jitvm by frames, the same in both backends).

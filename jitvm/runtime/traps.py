@@ -40,16 +40,22 @@ def _kind(code: int, status: str, template: str) -> TrapKind:
 
 
 FAIL = _kind(1, "UNKNOWN", "{message}")  # vm.fail / cond_fail: status comes from the program
-BUFFER_OUT_OF_RANGE = _kind(2, "OUT_OF_RANGE",
-                            "out-of-bounds access detected (offset={0}, length={1}, buffer length={2})")
+BUFFER_OUT_OF_RANGE = _kind(2, "OUT_OF_RANGE", "out-of-bounds access detected (offset={0}, length={1}, "
+                            "alignment={2}, buffer length={3})")
 BUFFER_READ_ONLY = _kind(3, "PERMISSION_DENIED", "buffer is read-only and cannot be mapped for mutation")
 NULL_REF = _kind(4, "INVALID_ARGUMENT", "{message} is null")
 DIVIDE_BY_ZERO = _kind(5, "INVALID_ARGUMENT", "integer division by zero")
+DIVIDE_OVERFLOW = _kind(12, "INVALID_ARGUMENT", "integer overflow in signed division (INT_MIN / -1)")
 LIST_OUT_OF_RANGE = _kind(6, "OUT_OF_RANGE", "list index {0} out of bounds (size {1})")
 TYPE_MISMATCH = _kind(7, "INVALID_ARGUMENT", "{message}")
 UNRESOLVED_IMPORT = _kind(8, "NOT_FOUND", "optional import `{message}` is not resolved")
 OUT_OF_MEMORY = _kind(9, "RESOURCE_EXHAUSTED", "out of memory: {message}")
 NATIVE = _kind(10, "INTERNAL", "{message}")  # a Python exception carried through native code
+GLOBAL_OUT_OF_RANGE = _kind(13, "OUT_OF_RANGE", "global byte_offset out of range: {0} (rwdata={1})")
+BAD_ALIGNMENT = _kind(14, "INVALID_ARGUMENT", "alignment {0} is not a power of two")
+GLOBAL_REF_OUT_OF_RANGE = _kind(15, "OUT_OF_RANGE", "global ref ordinal out of range: {0} (table={1})")
+FELL_OFF_END = _kind(16, "FAILED_PRECONDITION", "execution ran past the end of the function")
+STACK_OVERFLOW = _kind(11, "RESOURCE_EXHAUSTED", "VM stack overflow: call depth exceeds {0} frames")
 
 
 def make_trap(kind: TrapKind, *args, message: str = "", status: int | None = None) -> Trap:

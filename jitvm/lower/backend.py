@@ -1,0 +1,152 @@
+"""The JIT backend: verified modules compiled to native code, run through the uniform ABI.
+
+`prepare` compiles a module once (or loads it from the disk cache) and returns an
+executable whose functions are native entry points taking the instance's ModuleState.
+Functions the lowering could not handle run in the reference interpreter, with a warning
+naming the op; `STATS` counts compilations, cache hits and fallbacks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+import threading
+import time
+import warnings
+from collections import Counter
+
+from ..runtime import abi, traps
+from ..runtime.bytecode import BytecodeInstance, LoadedModule, describe_frame
+from ..runtime.layout import TrapT
+from . import cache, compiler
+from . import target as targets
+from .module import ModuleLowering, runtime_type_ids, type_table_symbol
+
+STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions
+
+
+class _Progress:
+    """Tells stderr what is being compiled once compiling has taken more than a second."""
+
+    def __init__(self, what: str, delay: float = 1.0):
+        self.what = what
+        self.start = time.perf_counter()
+        self.shown = False
+        self.timer = threading.Timer(delay, self._show)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def _show(self):
+        self.shown = True
+        print(f"jitvm: compiling {self.what} ...", file=sys.stderr, flush=True)
+
+    def done(self):
+        self.timer.cancel()
+        if self.shown:
+            print(f"jitvm: compiled {self.what} in {time.perf_counter() - self.start:.1f} s",
+                  file=sys.stderr, flush=True)
+
+
+class JitBackend:
+    name = "jit"
+
+    def __init__(self, speed: int = 2, use_cache: bool = True, progress: bool = True):
+        self.speed = speed
+        self.use_cache = use_cache
+        self.progress = progress
+        self.target = targets.host()
+
+    def options(self) -> dict:
+        return {"speed": self.speed}
+
+    def compile(self, loaded: LoadedModule) -> tuple[bytes, dict]:
+        """Object code and metadata for a module, from the cache or freshly compiled."""
+        flat = loaded.module.archive.flatbuffer
+        k = cache.key(flat, self.target, self.options())
+        if self.use_cache:
+            hit = cache.load(k)
+            if hit is not None:
+                STATS["cache_hits"] += 1
+                return hit
+        progress = _Progress(f"{loaded.name} ({len(loaded.verified.functions)} functions)") if self.progress else None
+        try:
+            lowered = ModuleLowering(loaded.verified, k[:16]).lower()
+            mod = compiler.optimize(str(lowered), self.target, self.speed)
+            obj = compiler.emit_object(mod, self.target)
+        finally:
+            if progress:
+                progress.done()
+        STATS["compiled_modules"] += 1
+        STATS["llvm_functions"] += len(lowered.symbols)
+        meta = {"key": k[:16], "symbols": {str(o): s for o, s in lowered.symbols.items()},
+                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
+        if self.use_cache:
+            cache.store(k, obj, meta)
+        return obj, meta
+
+    def prepare(self, loaded: LoadedModule) -> "JitExecutable":
+        obj, meta = self.compile(loaded)
+        return JitExecutable(loaded, compiler.LoadedCode(obj), meta)
+
+
+class JitExecutable:
+    def __init__(self, loaded: LoadedModule, code: compiler.LoadedCode, meta: dict):
+        self.loaded = loaded
+        self.code = code
+        self.entries = {int(o): code.address(s) for o, s in meta["symbols"].items()}
+        self.fns = {o: abi.NATIVE_FN(a) for o, a in self.entries.items()}
+        self.fallbacks = {int(f[0]): f for f in meta["fallbacks"]}
+        self._fill_type_table(meta["key"])
+        self._interp = None
+        self._ready: set[int] = set()
+        self._lock = threading.Lock()
+        for ordinal, name, op, reason in meta["fallbacks"]:
+            STATS["fallback_functions"] += 1
+            warnings.warn(f"jitvm: {loaded.name}.{name} runs in the interpreter: cannot lower {op} ({reason})",
+                          RuntimeWarning, stacklevel=3)
+
+    def _fill_type_table(self, key: str) -> None:
+        ids = runtime_type_ids(self.loaded.verified)
+        if not ids:
+            return
+        addr = self.code.engine.get_global_value_address(type_table_symbol(key))
+        (ctypes.c_int32 * len(ids)).from_address(addr)[:] = ids
+
+    @property
+    def interpreter(self):
+        if self._interp is None:
+            from ..fallback_interp import InterpreterBackend
+
+            self._interp = InterpreterBackend().prepare(self.loaded)
+        return self._interp
+
+    def _prepare_instance(self, instance: BytecodeInstance) -> None:
+        """Native imports and interpreter trampolines for fallbacks, once per instance."""
+        key = id(instance)
+        if key in self._ready:
+            return
+        with self._lock:
+            instance.prepare_native_imports()
+            for ordinal in self.fallbacks:
+                fn, _ctx = self.interpreter.native_entry(instance, ordinal)
+                instance.function_table[ordinal] = fn
+            self._ready.add(key)
+
+    def native_entry(self, instance: BytecodeInstance, ordinal: int) -> tuple[int, int]:
+        if ordinal in self.fallbacks:
+            return self.interpreter.native_entry(instance, ordinal)
+        self._prepare_instance(instance)
+        return self.entries[ordinal], instance.state_addr
+
+    def call(self, instance: BytecodeInstance, ordinal: int, args) -> list:
+        if ordinal in self.fallbacks:
+            return self.interpreter.call(instance, ordinal, args)
+        self._prepare_instance(instance)
+        cconv = self.loaded.module.signatures[ordinal].cconv
+        arg_slots = abi.pack_args(cconv, args)
+        results = abi.result_array(cconv)
+        trap = TrapT()
+        status = self.fns[ordinal](instance.state_addr, arg_slots, results, ctypes.addressof(trap))
+        if status:
+            raise traps.take_exception(trap, describe_frame)
+        return abi.unpack_results(cconv, results)

@@ -1,0 +1,92 @@
+"""The on-disk cache of compiled modules: object code plus what loading it needs.
+
+Key: the module's FlatBuffer bytes, jitvm's version and lowering sources, the LLVM
+version, the target CPU and features, and the compile options. Location: $JITVM_CACHE_DIR,
+else the user cache directory ($XDG_CACHE_HOME/jitvm or ~/.cache/jitvm). Entries are
+written atomically; a corrupt or partial entry is ignored and rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+
+from .. import __version__
+
+FORMAT = "jitvm-cache-1"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("JITVM_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "jitvm"
+
+
+@lru_cache(maxsize=1)
+def _sources_digest() -> str:
+    """A digest of the code that decides what gets compiled (lowering and object layout)."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.sha256()
+    for sub in ("lower", "runtime"):
+        for path in sorted((root / sub).glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def key(flatbuffer: bytes | memoryview, target, options: dict) -> str:
+    h = hashlib.sha256()
+    for part in (FORMAT, __version__, _sources_digest(), llvmlite.__version__,
+                 ".".join(map(str, llvm.llvm_version_info)), target.triple, target.cpu, target.features,
+                 json.dumps(options, sort_keys=True)):
+        h.update(str(part).encode())
+        h.update(b"\0")
+    h.update(flatbuffer)
+    return h.hexdigest()
+
+
+def load(k: str) -> tuple[bytes, dict] | None:
+    d = cache_dir() / k[:2] / k
+    try:
+        meta = json.loads((d / "meta.json").read_text())
+        obj = (d / "code.o").read_bytes()
+    except (OSError, ValueError):
+        return None
+    if meta.get("format") != FORMAT or len(obj) != meta.get("size"):
+        return None
+    return obj, meta
+
+
+def store(k: str, obj: bytes, meta: dict) -> None:
+    final = cache_dir() / k[:2] / k
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
+        (tmp / "code.o").write_bytes(obj)
+        (tmp / "meta.json").write_text(json.dumps({**meta, "format": FORMAT, "size": len(obj)}))
+        try:
+            os.replace(tmp, final)
+        except OSError:  # another process stored it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except OSError:
+        pass  # a read-only or full disk only costs recompilation
+
+
+def clear() -> int:
+    """Removes every cached entry; returns how many there were."""
+    d = cache_dir()
+    if not d.exists():
+        return 0
+    n = sum(1 for _ in d.glob("*/*"))
+    shutil.rmtree(d, ignore_errors=True)
+    return n

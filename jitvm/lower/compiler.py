@@ -1,0 +1,58 @@
+"""LLVM IR -> optimized machine code, and object code -> callable functions in this process.
+
+Lowered modules go through LLVM's standard optimization pipeline (no fast-math anywhere:
+the IR carries no such flags) and are emitted as object files, which the on-disk cache
+stores; loading an object file into an MCJIT engine costs no compilation.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import llvmlite.binding as llvm
+
+from ..runtime import nativelib
+from . import target as targets
+
+_load_lock = threading.Lock()
+
+
+def optimize(ir_text: str, target: targets.Target, speed: int = 2) -> llvm.ModuleRef:
+    tm = targets.machine(target)
+    mod = llvm.parse_assembly(ir_text)
+    mod.triple = target.triple
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=speed)
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+    return mod
+
+
+def emit_object(mod: llvm.ModuleRef, target: targets.Target) -> bytes:
+    return targets.machine(target).emit_object(mod)
+
+
+def emit_assembly(mod: llvm.ModuleRef, target: targets.Target) -> str:
+    return targets.machine(target).emit_assembly(mod)
+
+
+class LoadedCode:
+    """Object code linked into this process; keeps its engine (and the code) alive."""
+
+    def __init__(self, obj: bytes):
+        nativelib.load()  # runtime symbols must exist before linking
+        with _load_lock:
+            host = targets.host()
+            empty = llvm.parse_assembly(f'target triple = "{host.triple}"\n')
+            engine = llvm.create_mcjit_compiler(empty, targets.machine(host))
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+        self.engine = engine
+
+    def address(self, symbol: str) -> int:
+        addr = self.engine.get_function_address(symbol)
+        if not addr:
+            raise KeyError(f"symbol {symbol} not found in compiled code")
+        return addr

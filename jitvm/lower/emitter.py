@@ -1,0 +1,299 @@
+"""Lowering one VerifiedFunction to LLVM IR: registers, blocks, refs, traps, unwinding.
+
+Every function gets the uniform native ABI `i32 (state, args, results, trap)`. Registers
+live in two allocas laid out exactly like IREE's register file (i32 slots shared by i32,
+f32 and i64/f64 pairs; pointer slots for refs), which SROA and mem2reg turn into SSA
+values. Traps branch to cold blocks that fill the trap record and unwind: every exit
+releases the refs still held in registers.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..errors import STATUS_CODES
+from ..frontend.cconv import argument_registers
+from ..frontend.decode import Reg
+from ..runtime import layout, traps
+from ..runtime.semantics import MAX_CALL_DEPTH
+from ..verify.model import VerifiedFunction
+from . import registry
+
+I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
+F32, F64 = ir.FloatType(), ir.DoubleType()
+PTR = ir.PointerType()
+VOID = ir.VoidType()
+FN_TYPE = ir.FunctionType(I32, [PTR, PTR, PTR, PTR])  # (state, args, results, trap)
+BANK_TYPE = {"i32": I32, "i64": I64, "f32": F32, "f64": F64}
+CODE_BANK = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
+
+
+def const(ty, value) -> ir.Constant:
+    return ir.Constant(ty, value)
+
+
+def offset_of(struct: str, name: str) -> int:
+    return layout.field(struct, name).offset
+
+
+def function_symbol(module_key: str, ordinal: int) -> str:
+    return f"jv_{module_key}_f{ordinal}"
+
+
+class LoweringError(Exception):
+    """An instruction the lowering cannot handle; the function falls back to the interpreter."""
+
+    def __init__(self, op: str, why: str):
+        super().__init__(f"{op}: {why}")
+        self.op = op
+
+
+class Emitter:
+    """Lowers one function into `fn` (already declared in the module by the caller)."""
+
+    def __init__(self, mod, vf: VerifiedFunction, fn: ir.Function):
+        self.mod = mod  # lower.module.ModuleLowering: declarations, constants, symbols
+        self.vf = vf
+        self.fn = fn
+        self.state, self.args, self.results, self.trap_rec = fn.args
+        for a, n in zip(fn.args, ("state", "args", "results", "trap")):
+            a.name = n
+        self.entry = fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+        self.pc = 0
+        self.ordinal = vf.ordinal
+        n32 = max(2, vf.i32_registers + (vf.i32_registers & 1))
+        nref = max(1, vf.ref_registers)
+        self.n32, self.nref = n32, nref
+        self.i32file = self.b.alloca(ir.ArrayType(I32, n32), name="i32regs")
+        self.i32file.align = 8
+        self.reffile = self.b.alloca(ir.ArrayType(PTR, nref), name="refregs")
+        self.reffile.align = 8
+        self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
+        self.unwind = fn.append_basic_block("unwind")
+        self._depth_ptr = None
+
+    # --- registers ------------------------------------------------------------------------------
+
+    def slot(self, index: int):
+        return self.b.gep(self.i32file, [const(I32, 0), const(I32, index)], inbounds=True)
+
+    def ref_slot(self, index: int):
+        return self.b.gep(self.reffile, [const(I32, 0), const(I32, index)], inbounds=True)
+
+    def get(self, reg: Reg, bank: str | None = None):
+        bank = bank or reg.bank
+        if bank == "ref":
+            return self.b.load(self.ref_slot(reg.index), typ=PTR)
+        v = self.b.load(self.slot(reg.index), typ=BANK_TYPE[bank])
+        v.align = 8 if bank in ("i64", "f64") else 4
+        return v
+
+    def set(self, reg: Reg, value, bank: str | None = None) -> None:
+        bank = bank or reg.bank
+        assert bank != "ref", "use set_ref for refs"
+        st = self.b.store(value, self.slot(reg.index))
+        st.align = 8 if bank in ("i64", "f64") else 4
+
+    def i32(self, reg: Reg):
+        return self.get(reg, "i32")
+
+    def i64(self, reg: Reg):
+        return self.get(reg, "i64")
+
+    # --- refs -------------------------------------------------------------------------------------
+
+    def retain(self, obj) -> None:
+        """Adds a reference to `obj` unless it is null (inline atomic increment)."""
+        b = self.b
+        with b.if_then(b.icmp_unsigned("!=", obj, const(PTR, None))):
+            b.atomic_rmw("add", obj, const(I64, 1), "monotonic")
+
+    def release(self, obj) -> None:
+        """Drops a reference to `obj` unless null; destroys it when it was the last."""
+        b = self.b
+        with b.if_then(b.icmp_unsigned("!=", obj, const(PTR, None))):
+            old = b.atomic_rmw("sub", obj, const(I64, 1), "acq_rel")
+            with b.if_then(b.icmp_unsigned("==", old, const(I64, 1)), likely=False):
+                dptr = b.gep(obj, [const(I64, offset_of("Object", "destroy"))], source_etype=I8)
+                destroy = b.load(dptr, typ=PTR)
+                b.call(destroy, [obj], fnty=ir.FunctionType(VOID, [PTR]))
+
+    def set_ref(self, reg: Reg, owned_value) -> None:
+        """Stores an owned reference into a register, releasing what it held."""
+        slot = self.ref_slot(reg.index)
+        old = self.b.load(slot, typ=PTR)
+        self.b.store(owned_value, slot)
+        self.release(old)
+
+    def clear_ref(self, reg: Reg) -> None:
+        """Forgets a moved-from register without releasing (ownership went elsewhere)."""
+        self.b.store(const(PTR, None), self.ref_slot(reg.index))
+
+    def take_ref(self, reg: Reg, allow_move: bool = True):
+        """An owned reference to a register's object: the register's own if moved, else +1."""
+        value = self.get(reg, "ref")
+        if allow_move and reg.move:
+            self.clear_ref(reg)
+        else:
+            self.retain(value)
+        return value
+
+    def retain_or_move(self, src: Reg, dst: Reg) -> None:
+        """IREE's retain-or-move of one ref register into another."""
+        if src.index == dst.index:
+            return
+        self.set_ref(dst, self.take_ref(src))
+
+    def type_id_of(self, obj):
+        p = self.b.gep(obj, [const(I64, offset_of("Object", "type_id"))], source_etype=I8)
+        return self.b.load(p, typ=I32)
+
+    # --- constants and symbols --------------------------------------------------------------
+
+    def cstring(self, text: str):
+        return self.mod.cstring(text)
+
+    def runtime(self, name: str) -> ir.Function:
+        return self.mod.runtime(name)
+
+    def state_field(self, name: str):
+        p = self.b.gep(self.state, [const(I64, offset_of("ModuleState", name))], source_etype=I8)
+        return self.b.load(p, typ=PTR if layout.field("ModuleState", name).type == "ptr" else I64)
+
+    # --- traps ------------------------------------------------------------------------------------
+
+    def _status(self, status):
+        if isinstance(status, ir.Value):
+            return status
+        return const(I32, status)
+
+    def trap(self, kind: traps.TrapKind, args=(), status=None, message=None) -> None:
+        """Records a trap at the current pc and unwinds (ends the current block)."""
+        b = self.b
+        st = self._status(STATUS_CODES[kind.status] if status is None else status)
+        vals = [self._i64(a) for a in args] + [const(I64, 0)] * (4 - len(args))
+        msg = message if isinstance(message, ir.Value) else (
+            self.cstring(message) if message else const(PTR, None))
+        b.call(self.runtime("jv_trap_set"), [self.trap_rec, st, const(I32, kind.code), *vals, msg])
+        self.push_frame()
+        b.branch(self.unwind)
+
+    def push_frame(self) -> None:
+        self.b.call(self.runtime("jv_trap_push_frame"),
+                    [self.trap_rec, self.state, const(I32, self.ordinal), const(I32, self.pc)])
+
+    def check(self, ok, kind: traps.TrapKind, args=(), status=None, message=None) -> None:
+        """Continues when `ok` (i1) holds; otherwise traps in a cold block."""
+        b = self.b
+        cold = self.fn.append_basic_block(f"trap_pc{self.pc}")
+        cont = self.fn.append_basic_block(f"ok_pc{self.pc}")
+        br = b.cbranch(ok, cont, cold)
+        br.set_weights([1 << 20, 1])
+        b.position_at_end(cold)
+        self.trap(kind, args, status, message)
+        b.position_at_end(cont)
+
+    def check_status(self, status) -> None:
+        """After a call: on a nonzero status add this frame to the record and unwind."""
+        b = self.b
+        failed = b.icmp_unsigned("!=", status, const(I32, 0))
+        cold = self.fn.append_basic_block(f"unwind_pc{self.pc}")
+        cont = self.fn.append_basic_block(f"after_pc{self.pc}")
+        br = b.cbranch(failed, cold, cont)
+        br.set_weights([1, 1 << 20])
+        b.position_at_end(cold)
+        self.push_frame()
+        b.branch(self.unwind)
+        b.position_at_end(cont)
+
+    def _i64(self, v):
+        if isinstance(v, int):
+            return const(I64, v)
+        if v.type == I64:
+            return v
+        if isinstance(v.type, ir.IntType):
+            return self.b.sext(v, I64) if v.type.width < 64 else self.b.trunc(v, I64)
+        raise TypeError(v.type)
+
+    # --- the whole function -------------------------------------------------------------------
+
+    def lower(self) -> None:
+        vf = self.vf
+        b = self.b
+        # Zeroed register files, like a fresh IREE frame.
+        b.call(self.mod.intrinsic_memset(), [self.i32file, const(I8, 0), const(I64, 4 * self.n32), const(I1, 0)])
+        b.call(self.mod.intrinsic_memset(), [self.reffile, const(I8, 0), const(I64, 8 * self.nref), const(I1, 0)])
+        arg_slots, result_slots = self._call_slot_demand()
+        self.call_args = b.alloca(ir.ArrayType(I64, max(1, arg_slots)), name="call_args")
+        self.call_results = b.alloca(ir.ArrayType(I64, max(1, result_slots)), name="call_results")
+        self.call_args.align = self.call_results.align = 8
+        self.tmp64 = b.alloca(I64, name="tmp64")  # out-parameter of runtime helpers
+        self._enter_depth()
+        self._copy_arguments()
+        b.branch(self.blocks[0])
+        for block in vf.blocks:
+            b.position_at_end(self.blocks[block.index])
+            for index in range(block.first, block.last + 1):
+                ins = vf.instructions[index]
+                self.pc = ins.pc
+                self.index = index
+                handler = registry.handler(ins.op.name)
+                if handler is None:
+                    raise LoweringError(ins.op.name, "no lowering registered")
+                handler(self, ins)
+            if not b.block.is_terminated:
+                raise LoweringError(vf.instructions[block.last].op.name, "block does not end in a terminator")
+        self._emit_unwind()
+
+    def _call_slot_demand(self) -> tuple[int, int]:
+        args = results = 0
+        for site in self.vf.calls.values():
+            spans = sum(1 for a in site.cconv.args if not isinstance(a, str))
+            args = max(args, len(site.arg_codes) + spans)
+            results = max(results, len(site.result_codes))
+        return args, results
+
+    def _enter_depth(self) -> None:
+        b = self.b
+        self._depth_ptr = b.gep(self.trap_rec, [const(I64, offset_of("Trap", "depth"))], source_etype=I8)
+        depth = b.add(b.load(self._depth_ptr, typ=I32), const(I32, 1))
+        b.store(depth, self._depth_ptr)
+        too_deep = b.icmp_signed(">", depth, const(I32, MAX_CALL_DEPTH))
+        cold = self.fn.append_basic_block("stack_overflow")
+        cont = self.fn.append_basic_block("args")
+        b.cbranch(too_deep, cold, cont).set_weights([1, 1 << 20])
+        b.position_at_end(cold)
+        self.trap(traps.STACK_OVERFLOW, [MAX_CALL_DEPTH])
+        b.position_at_end(cont)
+
+    def leave_depth(self) -> None:
+        b = self.b
+        b.store(b.sub(b.load(self._depth_ptr, typ=I32), const(I32, 1)), self._depth_ptr)
+
+    def _copy_arguments(self) -> None:
+        b = self.b
+        codes = self.vf.cconv.args
+        for i, (code, (bank, index)) in enumerate(zip(codes, argument_registers(codes))):
+            p = b.gep(self.args, [const(I64, i)], source_etype=I64)
+            if bank == "ref":
+                obj = b.load(p, typ=PTR)
+                self.retain(obj)  # arguments are borrowed; the register owns a reference
+                b.store(obj, self.ref_slot(index))
+            else:
+                v = b.load(p, typ=BANK_TYPE[bank])
+                self.set(Reg(bank, index, False, index), v, bank)
+
+    def release_all_refs(self) -> None:
+        for i in range(self.vf.ref_registers):
+            slot = self.ref_slot(i)
+            self.release(self.b.load(slot, typ=PTR))
+            self.b.store(const(PTR, None), slot)
+
+    def _emit_unwind(self) -> None:
+        b = self.b
+        b.position_at_end(self.unwind)
+        self.release_all_refs()
+        self.leave_depth()
+        status = b.load(self.trap_rec, typ=I32)
+        b.ret(status)

@@ -1,0 +1,166 @@
+"""A VerifiedModule -> one LLVM module: runtime declarations, constants, every function.
+
+A function whose lowering fails (an op without a handler, a construct the lowering does
+not support) is left out; the backend runs it in the interpreter instead and says so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from ..runtime import mathlib, nativelib
+from ..verify.model import VerifiedModule
+from . import registry
+from .emitter import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, Emitter, LoweringError, function_symbol
+
+_CTYPE_TO_IR = {ctypes.c_void_p: PTR, ctypes.c_int32: I32, ctypes.c_uint32: I32, ctypes.c_int64: I64,
+                ctypes.c_uint64: I64, None: VOID}
+_MATH_TO_IR = {"f32": F32, "f64": F64, "i32": I32, "i64": I64, "long": I64, "llong": I64}
+
+
+def type_table_symbol(key: str) -> str:
+    return f"jv_{key}_typeids"
+
+
+def runtime_type_ids(verified: VerifiedModule) -> list[int]:
+    """The values of a module's type table in this process (0 for values and any-refs)."""
+    from ..runtime.objects import register_type
+
+    return [register_type(t.ref) if t.is_ref and t.kind != "opaque" else 0 for t in verified.types]
+
+
+@dataclass
+class Fallback:
+    ordinal: int
+    name: str
+    op: str
+    reason: str
+
+
+@dataclass
+class LoweredModule:
+    ir_module: ir.Module
+    key: str
+    symbols: dict[int, str]  # lowered function ordinal -> symbol
+    fallbacks: list[Fallback] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return str(self.ir_module)
+
+
+class ModuleLowering:
+    def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = ""):
+        self.verified = verified
+        self.key = key
+        self.module = ir.Module(name=f"jitvm.{verified.name}")
+        if triple:
+            self.module.triple = triple
+        if data_layout:
+            self.module.data_layout = data_layout
+        self._runtime: dict[str, ir.Function] = {}
+        self._strings: dict[str, ir.GlobalVariable] = {}
+        self.functions: dict[int, ir.Function] = {}
+        # Runtime type ids differ between processes, so code reads them from a table that
+        # the loader fills (see type_table_symbol) instead of embedding them.
+        n = max(1, len(verified.types))
+        self.type_table = ir.GlobalVariable(self.module, ir.ArrayType(I32, n), name=type_table_symbol(key))
+        self.type_table.initializer = ir.Constant(ir.ArrayType(I32, n), None)
+
+    # --- declarations used by the emitters ----------------------------------------------------
+
+    def runtime(self, name: str) -> ir.Function:
+        """A native runtime function (runtime.nativelib) or a libm function, declared once."""
+        fn = self._runtime.get(name)
+        if fn is None:
+            proto = nativelib.prototype(name)
+            if proto is not None:
+                ret = _CTYPE_TO_IR[proto._restype_]
+                args = [_CTYPE_TO_IR[a] for a in proto._argtypes_]
+            else:
+                result, arg_types = mathlib.FUNCTIONS[name]
+                ret, args = _MATH_TO_IR[result], [_MATH_TO_IR[a] for a in arg_types]
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+            fn.attributes.add("nounwind")
+            self._runtime[name] = fn
+        return fn
+
+    def intrinsic(self, name: str, ret, args) -> ir.Function:
+        fn = self._runtime.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+            self._runtime[name] = fn
+        return fn
+
+    def intrinsic_memset(self) -> ir.Function:
+        return self.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
+
+    def ref_type_id(self, builder, type_index: int):
+        """The runtime type id of a ref type-table entry as an IR value; None for "any ref"."""
+        t = self.verified.types[type_index]
+        if not t.is_ref or t.kind == "opaque":
+            return None
+        p = builder.gep(self.type_table, [ir.Constant(I32, 0), ir.Constant(I32, type_index)], inbounds=True)
+        v = builder.load(p, typ=I32)
+        v.set_metadata("invariant.load", self.module.add_metadata([]))
+        return v
+
+    def cstring(self, text: str):
+        g = self._strings.get(text)
+        if g is None:
+            data = bytearray(text.encode("utf-8")) + b"\0"
+            ty = ir.ArrayType(I8, len(data))
+            g = ir.GlobalVariable(self.module, ty, name=f"str.{len(self._strings)}")
+            g.initializer = ir.Constant(ty, data)
+            g.global_constant = True
+            g.linkage = "private"
+            g.unnamed_addr = True
+            self._strings[text] = g
+        return g
+
+    def function(self, ordinal: int) -> ir.Function:
+        """The LLVM function of internal function `ordinal` (declared on first use)."""
+        fn = self.functions.get(ordinal)
+        if fn is None:
+            fn = ir.Function(self.module, FN_TYPE, name=function_symbol(self.key, ordinal))
+            fn.attributes.add("nounwind")
+            self.functions[ordinal] = fn
+        return fn
+
+    # --- lowering -------------------------------------------------------------------------------
+
+    def lower(self, ordinals=None) -> LoweredModule:
+        registry._load_all()
+        vm = self.verified
+        ordinals = range(len(vm.functions)) if ordinals is None else ordinals
+        symbols: dict[int, str] = {}
+        fallbacks: list[Fallback] = []
+        for ordinal in ordinals:
+            vf = vm.functions[ordinal]
+            fn = self.function(ordinal)
+            try:
+                Emitter(self, vf, fn).lower()
+                symbols[ordinal] = fn.name
+            except LoweringError as e:
+                fn.blocks.clear()
+                fallbacks.append(Fallback(ordinal, vf.name, e.op, str(e)))
+        # Functions that stayed declarations are reached through the module's function table.
+        for ordinal, fn in self.functions.items():
+            if ordinal not in symbols:
+                self._make_table_thunk(ordinal, fn)
+        return LoweredModule(self.module, self.key, symbols, fallbacks)
+
+    def _make_table_thunk(self, ordinal: int, fn: ir.Function) -> None:
+        """A body for a function the JIT could not lower: call through state->functions[i]."""
+        from .emitter import offset_of
+
+        fn.blocks.clear()
+        fn.linkage = "internal"
+        state, args, results, trap = fn.args
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        table = b.load(b.gep(state, [ir.Constant(I64, offset_of("ModuleState", "functions"))], source_etype=I8),
+                       typ=PTR)
+        target = b.load(b.gep(table, [ir.Constant(I64, ordinal)], source_etype=PTR), typ=PTR)
+        b.ret(b.call(target, [state, args, results, trap], fnty=FN_TYPE))

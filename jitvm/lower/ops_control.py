@@ -1,0 +1,264 @@
+"""Control flow and calls: branches with register remaps, return, fail, calls, debug ops.
+
+IREE semantics kept here: remap lists are applied in order (not as a parallel copy);
+`vm.fail` with status 0 does nothing and execution continues with the next block;
+yields resume immediately (jitvm invokes synchronously, as IREE's invoker would after
+the yield); break/cond_break and trace/print are branches and discards of moved refs.
+"""
+
+from __future__ import annotations
+
+from ..frontend.cconv import Span
+from ..runtime import layout, traps
+from .emitter import BANK_TYPE, CODE_BANK, F32, FN_TYPE, I8, I32, I64, PTR, Reg, const, offset_of
+from .registry import lowers
+
+STATUS_CODE_MASK = 0x1F
+IMPORT_SIZE = layout.sizeof("Import")
+
+
+# --- branches -----------------------------------------------------------------------------------
+
+def apply_remap(e, pairs) -> None:
+    """Copies registers in list order; an aligned (lo, hi) pair of copies moves one i64."""
+    i = 0
+    while i < len(pairs):
+        src, dst = pairs[i]
+        if src.is_ref or dst.is_ref:
+            if src.is_ref and dst.is_ref:
+                e.retain_or_move(src, dst)
+            i += 1
+            continue
+        if (i + 1 < len(pairs) and src.index % 2 == 0 and dst.index % 2 == 0
+                and pairs[i + 1][0] == Reg("i32", src.index + 1, False, src.index + 1)
+                and pairs[i + 1][1] == Reg("i32", dst.index + 1, False, dst.index + 1)):
+            e.set(Reg("i64", dst.index, False, dst.index), e.get(Reg("i64", src.index, False, src.index), "i64"),
+                  "i64")
+            i += 2
+            continue
+        e.set(dst, e.get(src, "i32"), "i32")
+        i += 1
+
+
+def branch_to(e, target_pc: int, pairs) -> None:
+    apply_remap(e, pairs)
+    e.b.branch(e.blocks[e.vf.block_of_pc[target_pc]])
+
+
+def edge(e, target_pc: int, pairs):
+    """A block that applies `pairs` and jumps to the target (the target itself if no remap)."""
+    if not pairs:
+        return e.blocks[e.vf.block_of_pc[target_pc]]
+    blk = e.fn.append_basic_block(f"edge_pc{e.pc}_to{target_pc}")
+    here = e.b.block
+    e.b.position_at_end(blk)
+    branch_to(e, target_pc, pairs)
+    e.b.position_at_end(here)
+    return blk
+
+
+@lowers("block")
+def _block(e, ins):
+    """Block markers only delimit blocks; the LLVM block is already current."""
+
+
+@lowers("br", "yield", "break")
+def _br(e, ins):
+    branch_to(e, ins["dest_pc"], ins["operands"])
+
+
+@lowers("cond_break")
+def _cond_break(e, ins):
+    e.i32(ins["condition"])  # read for fidelity; a debugger hook would go here
+    branch_to(e, ins["dest_pc"], ins["operands"])
+
+
+@lowers("cond_br")
+def _cond_br(e, ins):
+    cond = e.b.icmp_unsigned("!=", e.i32(ins["condition"]), const(I32, 0))
+    t = edge(e, ins["true_dest_pc"], ins["true_operands"])
+    f = edge(e, ins["false_dest_pc"], ins["false_operands"])
+    e.b.cbranch(cond, t, f)
+
+
+@lowers("br_table")
+def _br_table(e, ins):
+    index = e.i32(ins["index"])
+    default = edge(e, ins["default_dest_pc"], ins["default_operands"])
+    sw = e.b.switch(index, default)
+    for i, (target, pairs) in enumerate(ins["cases"]):
+        sw.add_case(const(I32, i), edge(e, target, pairs))
+
+
+# --- return / fail ------------------------------------------------------------------------------
+
+def _store_slot(e, base, i, code, reg) -> None:
+    b = e.b
+    slot = b.gep(base, [const(I64, i)], source_etype=I64)
+    if code == "r":
+        b.store(e.take_ref(reg), slot)
+        return
+    bank = CODE_BANK[code]
+    v = e.get(reg, bank)
+    if bank == "f32":
+        v = b.bitcast(v, I32)
+    if bank in ("i32", "f32"):
+        v = b.zext(v, I64)
+    elif bank == "f64":
+        v = b.bitcast(v, I64)
+    b.store(v, slot)
+
+
+@lowers("return")
+def _return(e, ins):
+    for i, (code, reg) in enumerate(zip(e.vf.cconv.results, ins["operands"])):
+        _store_slot(e, e.results, i, code, Reg(CODE_BANK[code], reg.index, reg.move, reg.raw))
+    e.release_all_refs()
+    e.leave_depth()
+    e.b.ret(const(I32, 0))
+
+
+@lowers("fail")
+def _fail(e, ins):
+    b = e.b
+    raw = e.i32(ins["status"])
+    message = ins["message"].decode("utf-8", "replace")
+    failing = b.icmp_unsigned("!=", raw, const(I32, 0))
+    code = b.and_(raw, const(I32, STATUS_CODE_MASK))
+    code = b.select(b.icmp_unsigned("==", code, const(I32, 0)), const(I32, 2), code)  # UNKNOWN
+    cold = e.fn.append_basic_block(f"fail_pc{e.pc}")
+    nxt = e.fn.append_basic_block(f"fail_continue_pc{e.pc}")
+    b.cbranch(failing, cold, nxt)
+    b.position_at_end(cold)
+    e.trap(traps.FAIL, status=code, message=message)
+    b.position_at_end(nxt)
+    block = e.vf.block_of_pc.get(ins.pc + ins.size)
+    if block is not None:
+        b.branch(e.blocks[block])
+    else:
+        e.trap(traps.FELL_OFF_END)
+
+
+# --- calls -------------------------------------------------------------------------------------
+
+def _pack_args(e, site, ins) -> list:
+    """Fills the call slots in IREE's order; returns the values moved out of registers."""
+    b = e.b
+    moved = []
+    operands = ins["operands"]
+    segments = ins["segment_sizes"] if ins.op.name.startswith("call.variadic") else None
+    slot = 0
+    reg_i = 0
+
+    def put(code, reg):
+        nonlocal slot
+        p = b.gep(e.call_args, [const(I32, 0), const(I32, slot)], inbounds=True)
+        if code == "r":
+            v = e.get(reg, "ref")
+            if reg.move:
+                moved.append(v)
+                e.clear_ref(reg)
+            b.store(v, p)
+        else:
+            bank = CODE_BANK[code]
+            v = e.get(reg, bank)
+            if bank == "f32":
+                v = b.bitcast(v, I32)
+            if bank in ("i32", "f32"):
+                v = b.zext(v, I64)
+            elif bank == "f64":
+                v = b.bitcast(v, I64)
+            b.store(v, p)
+        slot += 1
+
+    for pos, spec in enumerate(site.cconv.args):
+        if isinstance(spec, Span):
+            count = segments[pos]
+            b.store(const(I64, count), b.gep(e.call_args, [const(I32, 0), const(I32, slot)], inbounds=True))
+            slot += 1
+            for _ in range(count):
+                for code in spec.codes:
+                    put(code, operands[reg_i])
+                    reg_i += 1
+        else:
+            put(spec, operands[reg_i])
+            reg_i += 1
+    return moved
+
+
+def _unpack_results(e, site, ins) -> None:
+    b = e.b
+    for i, (code, reg) in enumerate(zip(site.result_codes, ins["results"])):
+        p = b.gep(e.call_results, [const(I32, 0), const(I32, i)], inbounds=True)
+        if code == "r":
+            e.set_ref(Reg("ref", reg.index, False, reg.raw), b.load(p, typ=PTR))
+            continue
+        bank = CODE_BANK[code]
+        bits = b.load(p, typ=I64)
+        if bank == "i32":
+            v = b.trunc(bits, I32)
+        elif bank == "f32":
+            v = b.bitcast(b.trunc(bits, I32), F32)
+        elif bank == "f64":
+            v = b.bitcast(bits, BANK_TYPE["f64"])
+        else:
+            v = bits
+        e.set(Reg(bank, reg.index, False, reg.raw), v, bank)
+
+
+def _callee(e, site):
+    """(function pointer, ctx) for a call site: internal functions directly, imports via the table."""
+    b = e.b
+    if not site.is_import:
+        return e.mod.function(site.callee), e.state
+    table = b.load(b.gep(e.state, [const(I64, offset_of("ModuleState", "imports"))], source_etype=I8,
+                         inbounds=True), typ=PTR)
+    entry = b.gep(table, [const(I64, site.callee * IMPORT_SIZE)], source_etype=I8, inbounds=True)
+    fn = b.load(entry, typ=PTR)
+    ctx = b.load(b.gep(entry, [const(I64, offset_of("Import", "ctx"))], source_etype=I8), typ=PTR)
+    e.check(b.icmp_unsigned("!=", fn, const(PTR, None)), traps.UNRESOLVED_IMPORT, message=site.name)
+    return fn, ctx
+
+
+def _call(e, ins) -> None:
+    site = e.vf.calls[e.index]
+    b = e.b
+    fn, ctx = _callee(e, site)
+    moved = _pack_args(e, site, ins)
+    args = b.gep(e.call_args, [const(I32, 0), const(I32, 0)], inbounds=True)
+    results = b.gep(e.call_results, [const(I32, 0), const(I32, 0)], inbounds=True)
+    status = b.call(fn, [ctx, args, results, e.trap_rec], fnty=FN_TYPE)
+    for v in moved:
+        e.release(v)
+    e.check_status(status)
+    _unpack_results(e, site, ins)
+
+
+@lowers("call", "call.variadic")
+def _plain_call(e, ins):
+    _call(e, ins)
+
+
+@lowers("call.yieldable", "call.variadic.yieldable")
+def _yieldable_call(e, ins):
+    _call(e, ins)
+    e.b.branch(e.blocks[e.vf.block_of_pc[ins["dest_pc"]]])
+
+
+@lowers("import.resolved")
+def _import_resolved(e, ins):
+    b = e.b
+    index = ins["import_ordinal"] & 0x7FFFFFFF
+    table = b.load(b.gep(e.state, [const(I64, offset_of("ModuleState", "imports"))], source_etype=I8,
+                         inbounds=True), typ=PTR)
+    entry = b.gep(table, [const(I64, index * IMPORT_SIZE + offset_of("Import", "resolved"))],
+                  source_etype=I8)
+    resolved = b.load(entry, typ=I32)
+    e.set(ins["result"], b.zext(b.icmp_unsigned("!=", resolved, const(I32, 0)), I32), "i32")
+
+
+@lowers("trace", "print")
+def _trace(e, ins):
+    for reg in ins["operands"]:
+        if reg.is_ref and reg.move:
+            e.set_ref(reg, const(PTR, None))

@@ -1,0 +1,153 @@
+"""f32/f64 arithmetic, math functions, compares and conversions (EXT_F32, EXT_F64).
+
+No fast-math flags anywhere; results must equal IREE's runtime bit for bit. IREE evaluates
+with C and libm: exact ops map to LLVM instructions/intrinsics that compute the same
+correctly rounded results; everything libm computes (exp, atan2, remainder, lround...) is a
+call to the same libm symbol the interpreter uses. `vm.fma` is fused only where IREE's
+runtime fuses it (runtime.semantics.FUSED_FMA). Casts reproduce IREE's conversions,
+including its routes through lroundf/llroundf and through float for f64 -> i32.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ..runtime.semantics import FUSED_FMA
+from .emitter import BANK_TYPE, F32, F64, I32, I64, const
+from .registry import lowers
+
+FLOAT_TYPES = ("f32", "f64")
+_SUFFIX = {"f32": "f", "f64": ""}  # libm name suffix
+_LLVM = {"f32": "f32", "f64": "f64"}
+
+
+def _llvm_unary(e, name: str, ty: str, x):
+    t = BANK_TYPE[ty]
+    return e.b.call(e.mod.intrinsic(f"llvm.{name}.{_LLVM[ty]}", t, [t]), [x])
+
+
+def _libm(e, name: str, ty: str, *args):
+    return e.b.call(e.runtime(name + _SUFFIX[ty]), list(args))
+
+
+_BINARY = {
+    "add": lambda e, ty, a, b: e.b.fadd(a, b),
+    "sub": lambda e, ty, a, b: e.b.fsub(a, b),
+    "mul": lambda e, ty, a, b: e.b.fmul(a, b),
+    "div": lambda e, ty, a, b: e.b.fdiv(a, b),
+    "rem": lambda e, ty, a, b: _libm(e, "remainder", ty, a, b),
+    "atan2": lambda e, ty, a, b: _libm(e, "atan2", ty, a, b),
+    "pow": lambda e, ty, a, b: _libm(e, "pow", ty, a, b),
+    # IREE: min = rhs < lhs ? rhs : lhs; max = lhs < rhs ? rhs : lhs (NaN depends on order).
+    "min": lambda e, ty, a, b: e.b.select(e.b.fcmp_ordered("<", b, a), b, a),
+    "max": lambda e, ty, a, b: e.b.select(e.b.fcmp_ordered("<", a, b), b, a),
+}
+
+_UNARY = {
+    "abs": lambda e, ty, x: _llvm_unary(e, "fabs", ty, x),
+    "neg": lambda e, ty, x: e.b.fneg(x),
+    "ceil": lambda e, ty, x: _llvm_unary(e, "ceil", ty, x),
+    "floor": lambda e, ty, x: _llvm_unary(e, "floor", ty, x),
+    "round": lambda e, ty, x: _llvm_unary(e, "round", ty, x),
+    "round.{t}.even": lambda e, ty, x: _llvm_unary(e, "roundeven", ty, x),
+    "sqrt": lambda e, ty, x: _llvm_unary(e, "sqrt", ty, x),
+    "rsqrt": lambda e, ty, x: e.b.fdiv(const(BANK_TYPE[ty], 1.0), _llvm_unary(e, "sqrt", ty, x)),
+}
+for _fn in ("atan", "cos", "sin", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2", "tanh", "erf"):
+    _UNARY[_fn] = (lambda name: lambda e, ty, x: _libm(e, name, ty, x))(_fn)
+
+
+def _name(pattern: str, ty: str) -> str:
+    return pattern.format(t=ty) if "{t}" in pattern else f"{pattern}.{ty}"
+
+
+for _ty in FLOAT_TYPES:
+    for _pattern, _fn in _BINARY.items():
+        def _bin(e, ins, fn=_fn):
+            ty = ins.op.type
+            e.set(ins["result"], fn(e, ty, e.get(ins["left"], ty), e.get(ins["right"], ty)), ty)
+        lowers(_name(_pattern, _ty))(_bin)
+    for _pattern, _fn in _UNARY.items():
+        def _un(e, ins, fn=_fn):
+            ty = ins.op.type
+            e.set(ins["result"], fn(e, ty, e.get(ins["operand"], ty)), ty)
+        lowers(_name(_pattern, _ty))(_un)
+
+
+@lowers("fma.f32", "fma.f64")
+def _fma(e, ins):
+    ty = ins.op.type
+    t = BANK_TYPE[ty]
+    a, b, c = (e.get(ins[n], ty) for n in ("first", "second", "third"))
+    if FUSED_FMA:
+        r = e.b.call(e.mod.intrinsic(f"llvm.fma.{_LLVM[ty]}", t, [t, t, t]), [a, b, c])
+    else:
+        r = e.b.fadd(e.b.fmul(a, b), c)
+    e.set(ins["result"], r, ty)
+
+
+# --- compares: C's ==, != (true when unordered), isless, islessequal, isnan -----------------
+
+_CMP = {"eq.{t}.o": "oeq", "eq.{t}.u": "ueq", "ne.{t}.o": "une", "ne.{t}.u": "une",
+        "lt.{t}.o": "olt", "lt.{t}.u": "ult", "lte.{t}.o": "ole", "lte.{t}.u": "ule"}
+_FCMP = {"oeq": ("==", True), "ueq": ("==", False), "une": ("!=", False), "olt": ("<", True),
+         "ult": ("<", False), "ole": ("<=", True), "ule": ("<=", False)}
+
+for _ty in FLOAT_TYPES:
+    for _pattern, _pred in _CMP.items():
+        def _cmp(e, ins, pred=_pred):
+            ty = ins.op.type
+            a, b = e.get(ins["left"], ty), e.get(ins["right"], ty)
+            op, ordered = _FCMP[pred]
+            c = e.b.fcmp_ordered(op, a, b) if ordered else e.b.fcmp_unordered(op, a, b)
+            e.set(ins["result"], e.b.zext(c, I32), "i32")
+        lowers("cmp." + _pattern.format(t=_ty))(_cmp)
+
+    def _isnan(e, ins):
+        ty = ins.op.type
+        x = e.get(ins["operand"], ty)
+        e.set(ins["result"], e.b.zext(e.b.fcmp_unordered("uno", x, x), I32), "i32")
+    lowers(f"cmp.nan.{_ty}")(_isnan)
+
+
+# --- conversions ----------------------------------------------------------------------------
+
+def _lround32(e, x32):
+    return e.b.trunc(e.b.call(e.runtime("lroundf"), [x32]), I32)
+
+
+def _llround32(e, x32):
+    return e.b.call(e.runtime("llroundf"), [x32])
+
+
+_CONVERSIONS = {
+    "cast.si32.f32": lambda e, x: e.b.sitofp(x, F32),
+    "cast.ui32.f32": lambda e, x: e.b.uitofp(x, F32),
+    "cast.si64.f32": lambda e, x: e.b.sitofp(x, F32),
+    "cast.ui64.f32": lambda e, x: e.b.uitofp(x, F32),
+    "cast.f32.si32": lambda e, x: _lround32(e, x),
+    "cast.f32.ui32": lambda e, x: e.b.trunc(_llround32(e, x), I32),
+    "cast.f32.si64": lambda e, x: _llround32(e, x),
+    "cast.f32.ui64": lambda e, x: e.b.call(e.runtime("jv_cast_f32_ui64"), [x]),
+    "bitcast.i32.f32": lambda e, x: e.b.bitcast(x, F32),
+    "bitcast.f32.i32": lambda e, x: e.b.bitcast(x, I32),
+    "trunc.f64.f32": lambda e, x: e.b.fptrunc(x, F32),
+    "ext.f32.f64": lambda e, x: e.b.fpext(x, F64),
+    "cast.si32.f64": lambda e, x: e.b.sitofp(x, F64),
+    "cast.ui32.f64": lambda e, x: e.b.uitofp(x, F64),
+    "cast.si64.f64": lambda e, x: e.b.sitofp(x, F64),
+    "cast.ui64.f64": lambda e, x: e.b.uitofp(x, F64),
+    # IREE rounds f64 -> i32 through float: (int32_t)lroundf(x), (uint32_t)llroundf(x).
+    "cast.f64.si32": lambda e, x: _lround32(e, e.b.fptrunc(x, F32)),
+    "cast.f64.ui32": lambda e, x: e.b.trunc(_llround32(e, e.b.fptrunc(x, F32)), I32),
+    "cast.f64.si64": lambda e, x: e.b.call(e.runtime("lround"), [x]),
+    "cast.f64.ui64": lambda e, x: e.b.call(e.runtime("llround"), [x]),
+    "bitcast.i64.f64": lambda e, x: e.b.bitcast(x, F64),
+    "bitcast.f64.i64": lambda e, x: e.b.bitcast(x, I64),
+}
+
+for _name_, _fn in _CONVERSIONS.items():
+    def _conv(e, ins, fn=_fn):
+        src, dst = ins.op.fields[0].bank, ins.op.fields[1].bank
+        e.set(ins["result"], fn(e, e.get(ins["operand"], src)), dst)
+    lowers(_name_)(_conv)
