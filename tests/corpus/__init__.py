@@ -20,6 +20,9 @@ directive comments that say how the differential tests should call it:
     What IREE returns for ``@fn`` comes from a known IREE bug or from C implementation-defined
     behaviour (e.g. f32 -> i32 casts of NaN); differential tests may report a mismatch
     there instead of failing.
+``// NOT-CALLED @fn``
+    Exported but not called (for example because IREE's Python invoke spins forever when a
+    function executes vm.yield); it is still assembled, verified and disassembled.
 ``// CHECK-TESTS``
     The exports are ``check`` dialect tests: every public no-argument function is called once.
 
@@ -151,7 +154,7 @@ class Directives:
 # --------------------------------------------------------------------------------------------
 
 _DIRECTIVE_RE = re.compile(
-    r"^\s*//\s*(FLAGS|CALL|EXPECT-TRAP|ORACLE-CRASH|ORACLE-QUIRK|CHECK-TESTS)(?![\w-]):?\s*(.*?)\s*$"
+    r"^\s*//\s*(FLAGS|CALL|EXPECT-TRAP|ORACLE-CRASH|ORACLE-QUIRK|NOT-CALLED|CHECK-TESTS)(?![\w-]):?\s*(.*?)\s*$"
 )
 _CALL_RE = re.compile(r"^@([\w.$-]+)\s*\((.*)\)$")
 _SHAPE_RE = re.compile(r"^((?:\d+x)*)(f32|f64|i1|i8|i16|i32|i64)$")
@@ -209,6 +212,7 @@ def parse_directives(text: str, kind: str) -> Directives:
     traps: set[str] = set()
     crashes: set[str] = set()
     quirks: set[str] = set()
+    not_called: set[str] = set()
     check_tests = False
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _DIRECTIVE_RE.match(line)
@@ -224,8 +228,13 @@ def parse_directives(text: str, kind: str) -> Directives:
                     raise CorpusError(f"bad CALL directive {rest!r}")
                 fn, args = cm.groups()
                 calls.append(Call(fn, tuple(parse_arg(a, kind) for a in _split_args(args))))
-            elif key in ("EXPECT-TRAP", "ORACLE-CRASH", "ORACLE-QUIRK"):
-                dest = {"EXPECT-TRAP": traps, "ORACLE-CRASH": crashes, "ORACLE-QUIRK": quirks}[key]
+            elif key in ("EXPECT-TRAP", "ORACLE-CRASH", "ORACLE-QUIRK", "NOT-CALLED"):
+                dest = {
+                    "EXPECT-TRAP": traps,
+                    "ORACLE-CRASH": crashes,
+                    "ORACLE-QUIRK": quirks,
+                    "NOT-CALLED": not_called,
+                }[key]
                 for tok in rest.split():
                     if not tok.startswith("@"):
                         raise CorpusError(f"bad {key} directive {rest!r}")
@@ -242,11 +251,8 @@ def parse_directives(text: str, kind: str) -> Directives:
     else:
         exports = tuple(_VMASM_EXPORT_RE.findall(text))
 
-    if check_tests:
-        called = {c.function for c in calls}
-        calls.extend(Call(n) for n in exports if n not in called)
-    elif kind == "vmasm":
-        called = {c.function for c in calls}
+    if check_tests or kind == "vmasm":
+        called = {c.function for c in calls} | not_called
         calls.extend(Call(n) for n in exports if n not in called)
     if crashes - traps:
         raise CorpusError(f"ORACLE-CRASH functions must also be EXPECT-TRAP: {sorted(crashes - traps)}")

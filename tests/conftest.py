@@ -1,0 +1,39 @@
+"""Shared pytest fixtures: the compiled test corpus (see tests/corpus/__init__.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.corpus import CorpusError, CorpusModule, build_corpus, find_tool
+
+
+@pytest.fixture(scope="session")
+def corpus() -> list[CorpusModule]:
+    """Every corpus program, compiled (or taken from the content-keyed cache)."""
+    missing = [t for t in ("iree-compile", "iree-as-module") if find_tool(t) is None]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} not found next to the Python interpreter or on PATH: "
+            "install the test extra (pip install -e '.[test]')",
+            pytrace=False,
+        )
+    try:
+        return build_corpus()
+    except CorpusError as e:
+        pytest.fail(f"building the test corpus failed:\n{e}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def corpus_module(corpus):
+    """``corpus_module("mlir/matmul")`` (or just ``"matmul"``) -> that CorpusModule."""
+    by_name = {m.name: m for m in corpus}
+
+    def get(name: str) -> CorpusModule:
+        if name in by_name:
+            return by_name[name]
+        hits = [m for m in corpus if m.source.stem == name]
+        if len(hits) == 1:
+            return hits[0]
+        raise KeyError(f"no single corpus module named {name!r} (have: {sorted(by_name)})")
+
+    return get
