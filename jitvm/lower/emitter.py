@@ -40,6 +40,15 @@ def function_symbol(module_key: str, ordinal: int) -> str:
     return f"jv_{module_key}_f{ordinal}"
 
 
+def opaque_alloca(builder: ir.IRBuilder, ty, name: str, align: int = 8):
+    """An alloca whose value is an opaque `ptr` (llvmlite otherwise types it and then
+    refuses loads and stores of other types through it, which the register file needs)."""
+    a = builder.alloca(ty, name=name)
+    a.align = align
+    a.type = PTR
+    return a
+
+
 class LoweringError(Exception):
     """An instruction the lowering cannot handle; the function falls back to the interpreter."""
 
@@ -65,10 +74,8 @@ class Emitter:
         n32 = max(2, vf.i32_registers + (vf.i32_registers & 1))
         nref = max(1, vf.ref_registers)
         self.n32, self.nref = n32, nref
-        self.i32file = self.b.alloca(ir.ArrayType(I32, n32), name="i32regs")
-        self.i32file.align = 8
-        self.reffile = self.b.alloca(ir.ArrayType(PTR, nref), name="refregs")
-        self.reffile.align = 8
+        self.i32file = opaque_alloca(self.b, ir.ArrayType(I32, n32), "i32regs")
+        self.reffile = opaque_alloca(self.b, ir.ArrayType(PTR, nref), "refregs")
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
         self.unwind = fn.append_basic_block("unwind")
         self._depth_ptr = None
@@ -76,10 +83,10 @@ class Emitter:
     # --- registers ------------------------------------------------------------------------------
 
     def slot(self, index: int):
-        return self.b.gep(self.i32file, [const(I32, 0), const(I32, index)], inbounds=True)
+        return self.b.gep(self.i32file, [const(I64, index)], source_etype=I32, inbounds=True)
 
     def ref_slot(self, index: int):
-        return self.b.gep(self.reffile, [const(I32, 0), const(I32, index)], inbounds=True)
+        return self.b.gep(self.reffile, [const(I64, index)], source_etype=PTR, inbounds=True)
 
     def get(self, reg: Reg, bank: str | None = None):
         bank = bank or reg.bank
@@ -116,8 +123,8 @@ class Emitter:
             old = b.atomic_rmw("sub", obj, const(I64, 1), "acq_rel")
             with b.if_then(b.icmp_unsigned("==", old, const(I64, 1)), likely=False):
                 dptr = b.gep(obj, [const(I64, offset_of("Object", "destroy"))], source_etype=I8)
-                destroy = b.load(dptr, typ=PTR)
-                b.call(destroy, [obj], fnty=ir.FunctionType(VOID, [PTR]))
+                destroy = b.load(dptr, typ=ir.FunctionType(VOID, [PTR]).as_pointer())
+                b.call(destroy, [obj])
 
     def set_ref(self, reg: Reg, owned_value) -> None:
         """Stores an owned reference into a register, releasing what it held."""
@@ -225,10 +232,9 @@ class Emitter:
         b.call(self.mod.intrinsic_memset(), [self.i32file, const(I8, 0), const(I64, 4 * self.n32), const(I1, 0)])
         b.call(self.mod.intrinsic_memset(), [self.reffile, const(I8, 0), const(I64, 8 * self.nref), const(I1, 0)])
         arg_slots, result_slots = self._call_slot_demand()
-        self.call_args = b.alloca(ir.ArrayType(I64, max(1, arg_slots)), name="call_args")
-        self.call_results = b.alloca(ir.ArrayType(I64, max(1, result_slots)), name="call_results")
-        self.call_args.align = self.call_results.align = 8
-        self.tmp64 = b.alloca(I64, name="tmp64")  # out-parameter of runtime helpers
+        self.call_args = opaque_alloca(b, ir.ArrayType(I64, max(1, arg_slots)), "call_args")
+        self.call_results = opaque_alloca(b, ir.ArrayType(I64, max(1, result_slots)), "call_results")
+        self.tmp64 = opaque_alloca(b, I64, "tmp64")  # out-parameter of runtime helpers
         self._enter_depth()
         self._copy_arguments()
         b.branch(self.blocks[0])

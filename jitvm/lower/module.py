@@ -17,7 +17,7 @@ from . import registry
 from .emitter import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, Emitter, LoweringError, function_symbol
 
 _CTYPE_TO_IR = {ctypes.c_void_p: PTR, ctypes.c_int32: I32, ctypes.c_uint32: I32, ctypes.c_int64: I64,
-                ctypes.c_uint64: I64, None: VOID}
+                ctypes.c_uint64: I64, ctypes.c_float: F32, ctypes.c_double: F64, None: VOID}
 _MATH_TO_IR = {"f32": F32, "f64": F64, "i32": I32, "i64": I64, "long": I64, "llong": I64}
 
 
@@ -162,5 +162,5 @@ class ModuleLowering:
         b = ir.IRBuilder(fn.append_basic_block("entry"))
         table = b.load(b.gep(state, [ir.Constant(I64, offset_of("ModuleState", "functions"))], source_etype=I8),
                        typ=PTR)
-        target = b.load(b.gep(table, [ir.Constant(I64, ordinal)], source_etype=PTR), typ=PTR)
-        b.ret(b.call(target, [state, args, results, trap], fnty=FN_TYPE))
+        target = b.load(b.gep(table, [ir.Constant(I64, ordinal)], source_etype=PTR), typ=FN_TYPE.as_pointer())
+        b.ret(b.call(target, [state, args, results, trap]))

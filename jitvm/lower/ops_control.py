@@ -152,7 +152,7 @@ def _pack_args(e, site, ins) -> list:
 
     def put(code, reg):
         nonlocal slot
-        p = b.gep(e.call_args, [const(I32, 0), const(I32, slot)], inbounds=True)
+        p = b.gep(e.call_args, [const(I64, slot)], source_etype=I64, inbounds=True)
         if code == "r":
             v = e.get(reg, "ref")
             if reg.move:
@@ -174,7 +174,7 @@ def _pack_args(e, site, ins) -> list:
     for pos, spec in enumerate(site.cconv.args):
         if isinstance(spec, Span):
             count = segments[pos]
-            b.store(const(I64, count), b.gep(e.call_args, [const(I32, 0), const(I32, slot)], inbounds=True))
+            b.store(const(I64, count), b.gep(e.call_args, [const(I64, slot)], source_etype=I64, inbounds=True))
             slot += 1
             for _ in range(count):
                 for code in spec.codes:
@@ -189,7 +189,7 @@ def _pack_args(e, site, ins) -> list:
 def _unpack_results(e, site, ins) -> None:
     b = e.b
     for i, (code, reg) in enumerate(zip(site.result_codes, ins["results"])):
-        p = b.gep(e.call_results, [const(I32, 0), const(I32, i)], inbounds=True)
+        p = b.gep(e.call_results, [const(I64, i)], source_etype=I64, inbounds=True)
         if code == "r":
             e.set_ref(Reg("ref", reg.index, False, reg.raw), b.load(p, typ=PTR))
             continue
@@ -214,7 +214,7 @@ def _callee(e, site):
     table = b.load(b.gep(e.state, [const(I64, offset_of("ModuleState", "imports"))], source_etype=I8,
                          inbounds=True), typ=PTR)
     entry = b.gep(table, [const(I64, site.callee * IMPORT_SIZE)], source_etype=I8, inbounds=True)
-    fn = b.load(entry, typ=PTR)
+    fn = b.load(entry, typ=FN_TYPE.as_pointer())
     ctx = b.load(b.gep(entry, [const(I64, offset_of("Import", "ctx"))], source_etype=I8), typ=PTR)
     e.check(b.icmp_unsigned("!=", fn, const(PTR, None)), traps.UNRESOLVED_IMPORT, message=site.name)
     return fn, ctx
@@ -225,9 +225,7 @@ def _call(e, ins) -> None:
     b = e.b
     fn, ctx = _callee(e, site)
     moved = _pack_args(e, site, ins)
-    args = b.gep(e.call_args, [const(I32, 0), const(I32, 0)], inbounds=True)
-    results = b.gep(e.call_results, [const(I32, 0), const(I32, 0)], inbounds=True)
-    status = b.call(fn, [ctx, args, results, e.trap_rec], fnty=FN_TYPE)
+    status = b.call(fn, [ctx, e.call_args, e.call_results, e.trap_rec])
     for v in moved:
         e.release(v)
     e.check_status(status)
