@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:  # `pytest` (not `python -m pytest`) does not put the root on sys.path
+    sys.path.insert(0, _ROOT)
 
 from tests.corpus import CorpusError, CorpusModule, build_corpus, find_tool
 
