@@ -17,6 +17,14 @@ from .verify import verify_module
 
 __version__ = "0.1.0"
 
+
+def load(source, backend: str = "jit", **options):
+    """Loads a .vmfb (path or bytes); see jitvm.api.load."""
+    from .api import load as _load
+
+    return _load(source, backend, **options)
+
+
 __all__ = [
     "ArgumentError",
     "DecodeError",
@@ -26,6 +34,7 @@ __all__ = [
     "UnsupportedError",
     "VerifyError",
     "__version__",
+    "load",
     "verify",
     "verify_module",
 ]
