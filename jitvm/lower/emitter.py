@@ -15,6 +15,7 @@ from ..errors import STATUS_CODES
 from ..frontend.cconv import argument_registers
 from ..frontend.decode import Reg
 from ..runtime import layout, traps
+from ..runtime.nativelib import BUFFER_TYPE_ID
 from ..runtime.semantics import MAX_CALL_DEPTH
 from ..verify.model import VerifiedFunction
 from . import registry
@@ -76,6 +77,10 @@ class Emitter:
         self.n32, self.nref = n32, nref
         self.i32file = opaque_alloca(self.b, ir.ArrayType(I32, n32), "i32regs")
         self.reffile = opaque_alloca(self.b, ir.ArrayType(PTR, nref), "refregs")
+        # Per ref register, what a buffer access needs: whether it holds a vm.buffer, its
+        # data, length and access bits. Updated on every write of the register, so inside
+        # a loop they are loop-invariant SSA values once mem2reg has run.
+        self.shadow = {}
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
         self.unwind = fn.append_basic_block("unwind")
         self._depth_ptr = None
@@ -126,16 +131,61 @@ class Emitter:
                 destroy = b.load(dptr, typ=ir.FunctionType(VOID, [PTR]).as_pointer())
                 b.call(destroy, [obj])
 
+    def store_ref(self, index: int, value) -> None:
+        """Writes a ref register (no reference counting) and refreshes its buffer shadow."""
+        self.b.store(value, self.ref_slot(index))
+        self._update_shadow(index, value)
+
     def set_ref(self, reg: Reg, owned_value) -> None:
         """Stores an owned reference into a register, releasing what it held."""
         slot = self.ref_slot(reg.index)
         old = self.b.load(slot, typ=PTR)
-        self.b.store(owned_value, slot)
+        self.store_ref(reg.index, owned_value)
         self.release(old)
 
     def clear_ref(self, reg: Reg) -> None:
         """Forgets a moved-from register without releasing (ownership went elsewhere)."""
-        self.b.store(const(PTR, None), self.ref_slot(reg.index))
+        self.store_ref(reg.index, const(PTR, None))
+
+    # --- buffer shadows ---------------------------------------------------------------------------
+
+    _SHADOW_FIELDS = (("ok", I1), ("data", PTR), ("length", I64), ("access", I32))
+
+    def _shadow_slots(self, index: int):
+        slots = self.shadow.get(index)
+        if slots is None:
+            b = ir.IRBuilder(self.entry)
+            b.position_at_start(self.entry)
+            slots = {n: opaque_alloca(b, t, f"r{index}_{n}", 8) for n, t in self._SHADOW_FIELDS}
+            self.shadow[index] = slots
+        return slots
+
+    def _update_shadow(self, index: int, value) -> None:
+        """Branch-free: loads come from a zeroed stand-in object when `value` is no buffer."""
+        b = self.b
+        slots = self._shadow_slots(index)
+        if isinstance(value, ir.Constant):
+            values = {"ok": const(I1, 0), "data": const(PTR, None), "length": const(I64, 0),
+                      "access": const(I32, 0)}
+        else:
+            stand_in = self.mod.null_object()
+            nonnull = b.icmp_unsigned("!=", value, const(PTR, None))
+            header = b.select(nonnull, value, stand_in)
+            ok = b.icmp_unsigned("==", self.type_id_of(header), const(I32, BUFFER_TYPE_ID))
+            obj = b.select(ok, value, stand_in)
+            values = {"ok": ok}
+            for name, ty in self._SHADOW_FIELDS[1:]:
+                p = b.gep(obj, [const(I64, offset_of("Buffer", name))], source_etype=I8, inbounds=True)
+                v = b.load(p, typ=ty)
+                v.set_metadata("invariant.load", self.mod.module.add_metadata([]))
+                values[name] = v
+        for name, _ in self._SHADOW_FIELDS:
+            b.store(values[name], slots[name])
+
+    def buffer_shadow(self, reg: Reg) -> dict:
+        """The buffer facts of a ref register: {"ok", "data", "length", "access"} values."""
+        slots = self._shadow_slots(reg.index)
+        return {n: self.b.load(slots[n], typ=t) for n, t in self._SHADOW_FIELDS}
 
     def take_ref(self, reg: Reg, allow_move: bool = True):
         """An owned reference to a register's object: the register's own if moved, else +1."""
@@ -153,8 +203,11 @@ class Emitter:
         self.set_ref(dst, self.take_ref(src))
 
     def type_id_of(self, obj):
+        """An object's runtime type id (never changes, so the load is marked invariant)."""
         p = self.b.gep(obj, [const(I64, offset_of("Object", "type_id"))], source_etype=I8)
-        return self.b.load(p, typ=I32)
+        v = self.b.load(p, typ=I32)
+        v.set_metadata("invariant.load", self.mod.module.add_metadata([]))
+        return v
 
     # --- constants and symbols --------------------------------------------------------------
 
@@ -285,7 +338,7 @@ class Emitter:
             if bank == "ref":
                 obj = b.load(p, typ=PTR)
                 self.retain(obj)  # arguments are borrowed; the register owns a reference
-                b.store(obj, self.ref_slot(index))
+                self.store_ref(index, obj)
             else:
                 v = b.load(p, typ=BANK_TYPE[bank])
                 self.set(Reg(bank, index, False, index), v, bank)

@@ -107,6 +107,21 @@ class ModuleLowering:
         v.set_metadata("invariant.load", self.module.add_metadata([]))
         return v
 
+    def null_object(self):
+        """A zeroed object-sized constant standing in for null refs in branch-free loads."""
+        g = self._runtime.get("__null_object")
+        if g is None:
+            from ..runtime import layout
+
+            ty = ir.ArrayType(I64, (max(layout.sizeof("Buffer"), layout.sizeof("List")) + 7) // 8)
+            g = ir.GlobalVariable(self.module, ty, name="jv.null_object")
+            g.initializer = ir.Constant(ty, None)
+            g.global_constant = True
+            g.linkage = "private"
+            g.align = 16
+            self._runtime["__null_object"] = g
+        return g
+
     def cstring(self, text: str):
         g = self._strings.get(text)
         if g is None:

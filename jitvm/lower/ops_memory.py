@@ -90,14 +90,11 @@ class BufferView:
     """A checked-non-null vm.buffer operand: its object, data pointer and length."""
 
     def __init__(self, e, reg, what: str):
-        obj = e.get(reg, "ref")
-        e.check(e.b.icmp_unsigned("!=", obj, const(PTR, None)), traps.NULL_REF, message=what)
-        e.check(e.b.icmp_unsigned("==", e.type_id_of(obj), const(I32, nativelib.BUFFER_TYPE_ID)),
-                traps.NULL_REF, message=what)
-        self.obj = obj
-        self.data = _field(e, obj, "Buffer", "data", PTR)
-        self.length = _field(e, obj, "Buffer", "length", I64)
-        self.access = _field(e, obj, "Buffer", "access", I32)
+        shadow = e.buffer_shadow(reg)  # maintained on every write of the register
+        e.check(shadow["ok"], traps.NULL_REF, message=what)
+        self.data = shadow["data"]
+        self.length = shadow["length"]
+        self.access = shadow["access"]
 
     def check_mutable(self, e) -> None:
         ok = e.b.icmp_unsigned("!=", e.b.and_(self.access, const(I32, layout.BUFFER_MUTABLE)), const(I32, 0))
