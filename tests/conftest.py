@@ -44,3 +44,9 @@ def corpus_module(corpus):
         raise KeyError(f"no single corpus module named {name!r} (have: {sorted(by_name)})")
 
     return get
+
+
+@pytest.fixture(scope="session")
+def corpus_by_name(corpus) -> dict[str, CorpusModule]:
+    """Every corpus module by its full name ("mlir/matmul", "vmasm/lists")."""
+    return {m.name: m for m in corpus}

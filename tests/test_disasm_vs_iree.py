@@ -19,19 +19,26 @@ CORPUS_NAMES = [name for name, _, _ in source_files()]
 _COMMENT = re.compile(r"\s+//\s(0x[0-9A-F]+|\d+b|\((un)?resolved\))$")
 
 
-def iree_function_bodies(path) -> list[list[str]]:
-    """Instruction lines of every function, as iree-dump-module prints them."""
+def iree_function_bodies(path) -> list[tuple[list[str], bool]]:
+    """Instruction lines of every function as iree-dump-module prints them, and whether
+    it printed the whole function (it gives up on some EXT_F32/F64 opcodes it lacks)."""
     out = subprocess.run([require_tool("iree-dump-module"), "--output=disassembly", str(path)],
-                         capture_output=True, text=True, check=True).stdout
+                         capture_output=True, text=True).stdout
     bodies, current = [], None
     for line in out.splitlines():
         if line.startswith("vm.func "):
             current = []
         elif line == "}" and current is not None:
-            bodies.append(current)
+            bodies.append((current, True))
             current = None
         elif current is not None and line.strip():
+            if "<<disassembly failed>>" in line or "unhandled" in line:
+                bodies.append((current, False))
+                current = None
+                continue
             current.append(_COMMENT.sub("", line.rstrip()))
+    if current is not None:
+        bodies.append((current, False))
     return bodies
 
 
@@ -55,12 +62,15 @@ def test_disassembly_matches_iree_dump_module(corpus_by_name, name):
     for path in module_files(cm):
         theirs = iree_function_bodies(path)
         ours = our_function_bodies(path)
-        assert len(ours) == len(theirs), f"{path}: function count"
-        for ordinal, (a, b) in enumerate(zip(theirs, ours)):
+        stopped = any(not complete for _, complete in theirs)  # iree-dump-module gave up early
+        assert len(ours) == len(theirs) or stopped and len(theirs) <= len(ours), f"{path}: function count"
+        for ordinal, ((a, complete), b) in enumerate(zip(theirs, ours)):
             diff = [(i, x, y) for i, (x, y) in enumerate(zip(a, b)) if x != y]
-            assert not diff and len(a) == len(b), (
-                f"{path} function {ordinal}: first differences (line, iree, jitvm): {diff[:5]} "
-                f"(lengths {len(a)} vs {len(b)})")
+            assert not diff, f"{path} function {ordinal}: first differences (line, iree, jitvm): {diff[:5]}"
+            if complete:
+                assert len(a) == len(b), f"{path} function {ordinal}: {len(a)} lines vs {len(b)}"
+            else:  # iree-dump-module stopped early; what it printed must be our prefix
+                assert len(a) <= len(b)
 
 
 def test_every_opcode_is_decoded_somewhere_in_the_corpus(corpus):

@@ -12,7 +12,7 @@ import struct
 from dataclasses import dataclass
 
 from . import isa
-from .cconv import VALUE_CODES, argument_registers
+from .cconv import VALUE_CODES
 from .decode import Instruction, Reg, decode_function
 
 IMPORT_BIT = 0x80000000
@@ -138,8 +138,8 @@ class Renderer:
             return self.target(value)
         if k == isa.REMAP:
             return self.remap(value)
-        if k == isa.REGS:
-            return ", ".join(reg_name(r) for r in value)
+        if k == isa.REGS:  # lists name registers by number only, whatever their width
+            return ", ".join(reg_name(r) if r.is_ref else f"%i{r.index}" for r in value)
         if k == isa.SEGMENTS:
             return ", ".join(str(v) for v in value)
         if k == isa.CASES:
@@ -187,35 +187,6 @@ def instruction_lines(names: Names, instructions) -> list[str]:
     for ins in instructions:
         text = r.instruction(ins)
         lines.append(text if ins.op.code == isa.BLOCK_MARKER and ins.op.opset == isa.CORE else "  " + text)
-    return lines
-
-
-_TYPE_OF_CODE = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "!vm.ref<?>"}
-
-
-def function_header(module, ordinal: int) -> str:
-    name = module.function_name(ordinal) or (module.export_of[ordinal].name if ordinal in module.export_of
-                                            else f"{module.name}:{ordinal}")
-    cconv = module.signatures[ordinal].cconv if ordinal < len(module.signatures) else None
-    args, results = [], []
-    if cconv is not None and not cconv.is_variadic:
-        for code, (bank, index) in zip(cconv.args, argument_registers(cconv.args)):
-            reg = Reg(bank, index, False, index)
-            args.append(f"{reg_name(reg)}: {_TYPE_OF_CODE[code]}")
-        results = [_TYPE_OF_CODE[c] for c in cconv.results]
-    return f"vm.func @{name}({', '.join(args)}) -> ({', '.join(results)}) {{"
-
-
-def function_text(module, ordinal: int, instructions=None) -> list[str]:
-    if instructions is None:
-        instructions = decode_function(module.function_bytes(ordinal),
-                                       f"{module.name}.{module.display_name(ordinal)}")
-    lines = []
-    if ordinal in module.export_of:
-        lines.append(f"vm.export @{module.export_of[ordinal].name}")
-    lines.append(function_header(module, ordinal))
-    lines.extend(instruction_lines(Names.of(module), instructions))
-    lines.append("}")
     return lines
 
 
