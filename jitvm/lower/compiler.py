@@ -46,7 +46,10 @@ class LoadedCode:
         with _load_lock:
             host = targets.host()
             empty = llvm.parse_assembly(f'target triple = "{host.triple}"\n')
-            engine = llvm.create_mcjit_compiler(empty, targets.machine(host))
+            # The engine takes ownership of its TargetMachine and frees it when disposed, so
+            # it gets a fresh one: handing it the shared cached machine left a dangling
+            # pointer for the next compile once a module's code was garbage collected.
+            engine = llvm.create_mcjit_compiler(empty, targets.machine.__wrapped__(host))
             engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             engine.finalize_object()
         self.engine = engine
