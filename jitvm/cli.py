@@ -30,6 +30,11 @@ def cmd_dump(args) -> int:
     from .frontend.module import load_module
 
     m = load_module(resolve_path(args.file))
+    if args.llvm or args.asm:
+        from .cli_jit import dump_compiled
+
+        print(dump_compiled(args, m))
+        return 0
     if args.json:
         print(dump_json(m, args.function))
     else:
@@ -58,11 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--function", help="only this function (export name, debug name or ordinal)")
     d.add_argument("--json", action="store_true", help="machine-readable output")
     d.add_argument("--no-summary", action="store_true", help="functions only, no metadata")
+    from .cli_jit import add_dump_options
+
+    add_dump_options(d)
     d.set_defaults(run=cmd_dump)
 
     v = sub.add_parser("verify", help="verify modules (and the executables embedded in them)")
     v.add_argument("files", nargs="+", metavar="FILE", help="a .vmfb path, or example:NAME")
     v.set_defaults(run=cmd_verify)
+
+    from .cli_exec import add_subcommands
+
+    add_subcommands(sub)  # run, check, demo
+    from .cli_jit import add_subcommands as add_jit_subcommands
+
+    add_jit_subcommands(sub)  # cache
     return p
 
 

@@ -45,7 +45,7 @@ def mismatch_report(lhs: np.ndarray, rhs: np.ndarray, bad: np.ndarray) -> str:
     lines = [f"{len(where)} of {bad.size} elements differ; first at:"]
     for idx in where[:MAX_LISTED]:
         key = tuple(int(i) for i in idx)
-        lines.append(f"  [{', '.join(map(str, key))}]: lhs={lhs[key]!r} rhs={rhs[key]!r}")
+        lines.append(f"  [{', '.join(map(str, key))}]: lhs={lhs[key].item()!r} rhs={rhs[key].item()!r}")
     if len(where) > MAX_LISTED:
         lines.append(f"  ... and {len(where) - MAX_LISTED} more")
     return "\n".join(lines)
