@@ -1,0 +1,89 @@
+"""Every MLIR corpus program through jitvm.load equals IREE's runtime, call for call.
+
+Each program's CALL list runs twice in a row in ONE jitvm module and ONE IREE context, so
+module state (mutable globals, memoized command buffers, executables) must persist and
+evolve identically. Integers and arithmetic floats must match bit for bit; programs whose
+results go through libm-style functions (exp, log, tanh, ...) may differ by a few ulps.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitvm
+from tests.corpus import make_inputs, source_files
+from tests.hal_support import backend_under_test, iree_call, iree_session, same_result
+
+MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
+BACKEND = backend_under_test()
+
+# Programs whose results involve transcendental functions: IREE uses its own polynomial
+# approximations, so a few ulps of difference are allowed there.
+TRANSCENDENTAL_ULPS = {"mlir/f32_transcendental": 4, "mlir/f64_math": 4, "mlir/softmax": 4, "mlir/check_float": 4}
+
+# Programs too slow for the default run on the reference interpreter (measured; they run
+# under -m slow, and on the JIT in the default run).
+SLOW_ON_INTERPRETER: set[str] = set()
+
+
+def _params():
+    for name in MLIR:
+        marks = [pytest.mark.slow] if BACKEND == "interp" and name in SLOW_ON_INTERPRETER else []
+        yield pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", list(_params()))
+def test_corpus_program_equals_iree(corpus_module, name):
+    m = corpus_module(name)
+    allowed = TRANSCENDENTAL_ULPS.get(name, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "JIT not available" / interpreter fallbacks
+        module = jitvm.load(str(m.vmfb), backend=BACKEND)
+    oracle, keep = iree_session(m.vmfb, m.check_tests)
+    problems = []
+    for round_ in (1, 2):
+        for i, call in enumerate(m.calls):
+            args = make_inputs(m, i)
+            trapped, message, want = iree_call(oracle, call.function, args)
+            where = f"round {round_} {call}"
+            try:
+                r = module[call.function](*args)
+            except jitvm.Trap as e:
+                if not trapped:
+                    problems.append(f"{where}: jitvm trapped, IREE did not: {e}")
+                continue
+            if trapped:
+                problems.append(f"{where}: IREE trapped ({message.splitlines()[0][:200]}), jitvm returned {r!r}")
+                continue
+            got = [] if r is None else list(r) if isinstance(r, tuple) else [r]
+            if len(got) != len(want):
+                problems.append(f"{where}: {len(got)} results, IREE {len(want)}")
+                continue
+            for k, (g, w) in enumerate(zip(got, want)):
+                diff = same_result(g, w, allowed)
+                if diff:
+                    problems.append(f"{where} result {k}: {diff}")
+    del keep
+    assert not problems, "\n".join(problems)
+    assert m.calls, "every corpus program has calls"
+
+
+def test_expected_traps_really_trap(corpus_module):
+    m = corpus_module("mlir/check_fail_control")
+    module = jitvm.load(str(m.vmfb), backend=BACKEND)
+    with pytest.raises(jitvm.Trap, match=r"check.expect_eq failed"):
+        module.must_fail()
+
+
+def test_results_are_fresh_copies(corpus_module):
+    """A returned array is the caller's: later calls must not change it."""
+    m = corpus_module("mlir/mutable_global")
+    module = jitvm.load(str(m.vmfb), backend=BACKEND)
+    first = module.accumulate(np.ones(4, np.float32))
+    second = module.accumulate(np.ones(4, np.float32))
+    assert first.tolist() == [1.0] * 4 and second.tolist() == [2.0] * 4
+    count, state = module.read_state()
+    assert state.tolist() == [2.0] * 4 and isinstance(count, int)
