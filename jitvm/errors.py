@@ -63,3 +63,24 @@ class Trap(Error):
     def add_frame(self, module: str, function: str, pc: int, location: str | None) -> None:
         self.backtrace.append((module, function, pc, location))
         self.args = (self._text(),)
+
+
+class AsmError(FormatError):
+    """VM assembly text that does not assemble; names the source, line and column.
+
+    `line` and `column` are 1-based; `text` is the offending source line (for the caret).
+    """
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None,
+                 source: str = "<vmasm>", text: str | None = None):
+        self.message = message
+        self.line = line
+        self.column = column
+        self.source = source
+        self.text = text
+        where = source if line is None else f"{source}:{line}:{column or 1}"
+        out = f"{where}: {message}"
+        if text is not None and column is not None:
+            shown = text.rstrip("\n").expandtabs(1)
+            out += f"\n  {shown}\n  {' ' * (column - 1)}^"
+        super().__init__(out)

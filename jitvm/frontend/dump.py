@@ -1,4 +1,8 @@
-"""`jitvm dump`: a module summary plus every function disassembled, as text or JSON."""
+"""`jitvm dump`: a module summary plus every function disassembled, as text or JSON.
+
+The text is VM assembly `jitvm asm` reads back (`vmasm`); the summary before it is a block
+of `//` comments, so the whole output assembles.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,9 @@ import json
 
 from .cconv import Span
 from .decode import decode_function
-from .disasm import Names, function_text, instruction_lines
+from .disasm import Names, instruction_lines
 from .module import BytecodeModule, feature_names
+from .vmasm import ModuleText
 
 _CODE_TYPE = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "!vm.ref<?>"}
 
@@ -83,12 +88,16 @@ def find_function(m: BytecodeModule, name_or_ordinal: str) -> int:
 
 
 def dump_text(m: BytecodeModule, function: str | None = None, summary: bool = True) -> str:
+    """Summary (as comments) and assembly; with `function`, just that function."""
     lines: list[str] = []
-    ordinals = range(len(m.functions)) if function is None else [find_function(m, function)]
-    if summary and function is None:
-        lines += summary_lines(m)
-    for i in ordinals:
-        lines += function_text(m, i) + [""]
+    text = ModuleText(m)
+    if function is not None:
+        return "\n".join(text.function_lines(find_function(m, function)) + [""])
+    if summary:
+        lines += [f"// {line}" if line else "" for line in summary_lines(m)]
+    lines += text.module_lines() + [""]
+    for i in range(len(m.functions)):
+        lines += text.function_lines(i) + [""]
     return "\n".join(lines)
 
 
