@@ -34,7 +34,7 @@ class HalAllocator(NativeObject):
 
     def allocate(self, memory_type: int, usage: int, size: int) -> Ref:
         if size >= MAX_ALLOCATION:
-            raise hal_error("RESOURCE_EXHAUSTED", f"failed to allocate buffer of length {_signed(size)}")
+            raise hal_error("RESOURCE_EXHAUSTED", f"failed to allocate buffer of length {t.as_signed(size)}")
         memory_type, usage, access = canonical_params(memory_type, usage)
         self.bytes_allocated += size
         return HalBuffer.allocate(size, memory_type, usage, access)
@@ -45,8 +45,8 @@ class HalAllocator(NativeObject):
         if length == t.WHOLE_BUFFER:
             length = available
         if offset > available or offset + length > available:
-            raise hal_error("INVALID_ARGUMENT", f"byte range out of bounds (requested {_signed(offset)}-"
-                                                f"{_signed(offset + length - 1)} of available {available})")
+            raise hal_error("INVALID_ARGUMENT", f"byte range out of bounds (requested {t.as_signed(offset)}-"
+                                                f"{t.as_signed(offset + length - 1)} of available {available})")
         access = t.ACCESS_READ
         if not source.mutable:
             if not usage & t.USAGE_SHARING_IMMUTABLE:
@@ -58,7 +58,3 @@ class HalAllocator(NativeObject):
         flags = layout.BUFFER_ORIGIN_HOST | (layout.BUFFER_MUTABLE if access & t.ACCESS_WRITE else 0)
         memory = VmBuffer.wrap_memory(source.data_address + offset, length, flags, source)
         return HalBuffer.wrap(memory, memory_type, access, usage)
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >= 1 << 63 else v

@@ -23,22 +23,13 @@ def calculate_range(base_offset: int, max_length: int, offset: int, length: int)
     """(absolute offset, length) of [offset, offset+length) inside a region; WHOLE_BUFFER ok."""
     if offset > max_length:
         raise hal_error("OUT_OF_RANGE", f"attempted to access an address off the end of the valid buffer range "
-                                        f"(offset={offset}, length={_signed(length)}, buffer byte_length={max_length})")
+                                        f"(offset={offset}, length={t.as_signed(length)}, buffer byte_length={max_length})")
     adjusted = max_length - offset if length == t.WHOLE_BUFFER else length
     if adjusted and offset + adjusted - 1 >= max_length:
         raise hal_error("OUT_OF_RANGE", f"attempted to access an address outside of the valid buffer range "
                                         f"(offset={offset}, adjusted_length={adjusted}, end={offset + adjusted - 1}, "
                                         f"buffer byte_length={max_length})")
     return base_offset + offset, adjusted
-
-
-def _signed(v: int) -> int:
-    return v - (1 << 64) if v >= 1 << 63 else v
-
-
-def device_size(value: int) -> int:
-    """A VM i64 as an unsigned device size (so -1 becomes WHOLE_BUFFER)."""
-    return value & 0xFFFFFFFFFFFFFFFF
 
 
 class HalBuffer(NativeObject):

@@ -60,7 +60,7 @@ def shape_prefix(shape, element_type: int) -> str:
     return "".join(f"{d}x" for d in shape) + t.element_type_name(element_type)
 
 
-def format_element(value, element_type: int, dtype: np.dtype) -> str:
+def format_element(value, dtype: np.dtype) -> str:
     if dtype.kind == "f":
         return format_float_upper(float(value))
     if dtype.kind in "iu":
@@ -90,7 +90,7 @@ def format_elements(view: HalBufferView, max_elements: int) -> str:
         raw = np.frombuffer(view.buffer.read(0, size * view.element_count), dtype=np.uint8).reshape(-1, size)
         items = [bytes(r).hex().upper() for r in raw]
     else:
-        items = [format_element(v, view.element_type, dtype) for v in view.to_numpy().reshape(-1)]
+        items = [format_element(v, dtype) for v in view.to_numpy().reshape(-1)]
     shape = view.shape or (1,)
     return _nest(items, shape, [max_elements])
 

@@ -7,7 +7,8 @@ import struct
 from ....errors import Trap
 from ...modules import export
 from .allocator import HalAllocator
-from .buffer import HalBuffer, calculate_range, device_size
+from .buffer import HalBuffer, calculate_range
+from .types import device_size
 from .buffer_view import HalBufferView, assert_buffer, assert_view
 from .errors import buffer_string, deref, hal_error
 

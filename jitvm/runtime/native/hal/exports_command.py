@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from ...modules import export
-from .buffer import HalBuffer, device_size
-from .command_buffer import BufferRef, CopyCommand, DispatchCommand, FillCommand, HalCommandBuffer, UpdateCommand
+from .buffer import HalBuffer
+from .types import device_size
+from . import types as t
+from .command_buffer import CopyCommand, DispatchCommand, FillCommand, HalCommandBuffer, UpdateCommand
 from .device import HalDevice
 from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error
 from .executable import HalExecutable, constants_from_buffer, create_executable
-from . import types as t
 
 _NO_CHANNELS = "collective channels are not supported by the local-sync device"
 
@@ -156,5 +157,3 @@ class _Barrier:
     def execute(self, table, device) -> None:
         pass
 
-
-__all__ = ["BufferRef", "CommandExports"]

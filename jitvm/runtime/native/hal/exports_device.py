@@ -9,7 +9,8 @@ from __future__ import annotations
 from ...modules import export
 from . import types as t
 from .allocator import HalAllocator
-from .buffer import HalBuffer, device_size
+from .buffer import HalBuffer
+from .types import device_size
 from .command_buffer import HalCommandBuffer
 from .device import HalDevice
 from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error

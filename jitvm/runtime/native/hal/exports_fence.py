@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ....errors import STATUS_CODES, Trap
+from ....errors import Trap
 from ...modules import export
 from . import types as t
 from .device import HalDevice
@@ -58,5 +58,3 @@ class FenceExports:
                         f"hal.fence.await waits forever on a fence nothing will signal "
                         f"({pending[0].pending_text()})")
 
-
-__all__ = ["FenceExports", "STATUS_CODES"]

@@ -92,6 +92,16 @@ ENCODING_OPAQUE = 0
 ENCODING_DENSE_ROW_MAJOR = 1
 
 
+def as_signed(value: int) -> int:
+    """A 64-bit unsigned device size as the signed i64 a program wrote (for messages)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def device_size(value: int) -> int:
+    """A VM i64 as an unsigned device size (so -1 becomes WHOLE_BUFFER)."""
+    return value & 0xFFFFFFFFFFFFFFFF
+
+
 def element_type(numerical: int, bits: int) -> int:
     return (numerical << 24) | bits
 
