@@ -343,3 +343,20 @@ def test_collectives_are_unimplemented_on_one_device(hal):
     with pytest.raises(Trap, match="collective channels are not supported") as e:
         call(hal, "channel.create", device(hal), -1, 0, None, None, 0, 1)
     assert status(e) == "UNIMPLEMENTED"
+
+
+def test_objects_keep_their_own_references(hal):
+    """A backend may release (or move) its argument refs right after a call returns."""
+    from jitvm.runtime.objects import release
+
+    buf = alloc(hal, 8)
+    call(hal, "buffer.store", 0x55, buf, 0, 1)
+    view = call(hal, "buffer_view.create", buf, 0, 8, I32, 1, [(2,)])
+    cmd = call(hal, "command_buffer.create", device(hal), 0, 3, -1, 0)
+    target = alloc(hal, 8)
+    call(hal, "command_buffer.copy_buffer", cmd, 0, 0, buf, 0, target, 0, 8, 0)
+    call(hal, "command_buffer.finalize", cmd)
+    release(buf.detach())  # the caller's reference is gone; the view and the command keep theirs
+    call(hal, "device.queue.execute", device(hal), -1, None, None, cmd, 0)
+    assert call(hal, "buffer.load", call(hal, "buffer_view.buffer", view), 0, 1) == 0x55
+    assert call(hal, "buffer.load", target, 0, 1) == 0x55

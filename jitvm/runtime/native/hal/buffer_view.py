@@ -14,14 +14,14 @@ import numpy as np
 from ...objects import NativeObject, Ref
 from . import types as t
 from .buffer import HalBuffer
-from .errors import hal_error
+from .errors import hal_error, own
 
 
 class HalBufferView(NativeObject):
     type_name = "hal.buffer_view"
 
     def __init__(self, buffer: Ref, shape: tuple[int, ...], element_type: int, encoding_type: int):
-        self.buffer_ref = buffer
+        self.buffer_ref = own(buffer)
         self.shape = tuple(shape)
         self.element_type = element_type
         self.encoding_type = encoding_type

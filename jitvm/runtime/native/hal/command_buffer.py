@@ -16,7 +16,7 @@ from ....frontend import types as vm_types
 from . import types as t
 from .buffer import HalBuffer, calculate_range, copy
 from .dispatch import Dispatch
-from .errors import hal_error
+from .errors import hal_error, own
 from .executable import HalExecutable, pack_constants
 
 
@@ -145,7 +145,7 @@ class HalCommandBuffer(NativeObject):
         if buffer is None and slot >= self.binding_capacity:
             raise hal_error("OUT_OF_RANGE", f"indirect buffer reference slot {slot} is out of the command buffer's "
                                             f"binding table capacity {self.binding_capacity}")
-        return BufferRef(buffer, slot, offset, length)
+        return BufferRef(own(buffer), slot, offset, length)
 
     def finalize(self) -> None:
         if not self.recording:

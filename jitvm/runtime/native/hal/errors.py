@@ -28,6 +28,12 @@ def deref(ref: Ref | None, cls, what: str):
     return obj
 
 
+def own(ref: Ref | None) -> Ref | None:
+    """A new reference of our own to `ref`: objects that keep a ref never share the caller's
+    Ref object, which the caller (or a backend moving registers) may release at any time."""
+    return None if ref is None else Ref.wrap(ref.addr)
+
+
 def deref_or_null(ref: Ref | None, cls, what: str):
     return None if ref is None else deref(ref, cls, what)
 

@@ -10,7 +10,7 @@ from .allocator import HalAllocator
 from .buffer import HalBuffer, calculate_range
 from .types import device_size
 from .buffer_view import HalBufferView, assert_buffer, assert_view
-from .errors import buffer_string, deref, hal_error
+from .errors import buffer_string, deref, hal_error, own
 
 
 class BufferExports:
@@ -92,7 +92,7 @@ class BufferExports:
 
     @export("buffer_view.buffer", "0r_r")
     def buffer_view_buffer(self, view):
-        return deref(view, HalBufferView, "hal.buffer_view.buffer").buffer_ref
+        return own(deref(view, HalBufferView, "hal.buffer_view.buffer").buffer_ref)
 
     @export("buffer_view.element_type", "0r_i")
     def buffer_view_element_type(self, view):

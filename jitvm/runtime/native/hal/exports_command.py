@@ -8,7 +8,7 @@ from .types import device_size
 from . import types as t
 from .command_buffer import CopyCommand, DispatchCommand, FillCommand, HalCommandBuffer, UpdateCommand
 from .device import HalDevice
-from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error
+from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error, own
 from .executable import HalExecutable, constants_from_buffer, create_executable
 
 _NO_CHANNELS = "collective channels are not supported by the local-sync device"
@@ -100,7 +100,7 @@ class CommandExports:
         for i, (_, slot, buffer, offset, length) in enumerate(bindings):
             deref_or_null(buffer, HalBuffer, f"{what} binding {i}")
             refs.append(cmd.make_ref(buffer, slot, device_size(offset), device_size(length)))
-        cmd.record(DispatchCommand(executable, function_id, count, workgroups,
+        cmd.record(DispatchCommand(own(executable), function_id, count, workgroups,
                                    tuple(c & 0xFFFFFFFF for (c,) in constants), tuple(refs), flags))
 
     @export("command_buffer.dispatch", "0rrIiiiICiDCiirIID_v")

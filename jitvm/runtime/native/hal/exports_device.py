@@ -13,7 +13,7 @@ from .buffer import HalBuffer
 from .types import device_size
 from .command_buffer import HalCommandBuffer
 from .device import HalDevice
-from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error
+from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error, own
 from .fence import HalFence
 from .file import HalFile
 
@@ -31,11 +31,11 @@ class DeviceExports:
 
     @export("devices.get", "0i_r")
     def devices_get(self, index):
-        return self.devices[index] if 0 <= index < len(self.devices) else None
+        return own(self.devices[index]) if 0 <= index < len(self.devices) else None
 
     @export("device.allocator", "0r_r")
     def device_allocator(self, device):
-        return deref(device, HalDevice, "hal.device.allocator").allocator_ref
+        return own(deref(device, HalDevice, "hal.device.allocator").allocator_ref)
 
     @export("device.query.i64", "0rrr_iI")
     def device_query_i64(self, device, category, key):
@@ -51,7 +51,7 @@ class DeviceExports:
             raise hal_error("INVALID_ARGUMENT", "at least one device/queue affinity pair must be provided")
         device, affinity = pairs[0]
         deref(device, HalDevice, "hal.allocator.select")
-        return device, affinity
+        return own(device), affinity
 
     @export("allocator.allocate", "0rIiiI_r")
     def allocator_allocate(self, allocator, affinity, memory_types, usage, size):
@@ -151,7 +151,7 @@ class DeviceExports:
         table = []
         for i, (buffer, offset, length) in enumerate(bindings):
             deref_or_null(buffer, HalBuffer, f"hal.device.queue.execute.indirect binding {i}")
-            table.append((buffer, device_size(offset), device_size(length)))
+            table.append((own(buffer), device_size(offset), device_size(length)))
         dev.queue_execute(w, s, cmd, table)
 
     @export("device.queue.flush", "0rI_v")

@@ -10,7 +10,7 @@ import ctypes
 
 from ...objects import NativeObject, VmBuffer
 from . import types as t
-from .errors import hal_error
+from .errors import hal_error, own
 
 
 class HalFile(NativeObject):
@@ -20,7 +20,7 @@ class HalFile(NativeObject):
         if offset > source.length or length > source.length - offset:
             raise hal_error("OUT_OF_RANGE", f"file range (offset={offset}, length={length}) exceeds the "
                                             f"{source.length}-byte buffer")
-        self.source = source
+        self.source = own(source)
         self.offset = offset
         self.length = length
         self.access = access
