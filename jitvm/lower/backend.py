@@ -56,13 +56,18 @@ class JitBackend:
         self.progress = progress
         self.target = targets.host()
 
-    def options(self) -> dict:
-        return {"speed": self.speed}
+    def options(self, loaded: LoadedModule) -> dict:
+        """Optimization levels: modules with loops get the full pipeline; straight-line host
+        code (run once per call, dominated by imports) is compiled quickly instead."""
+        if compiler.has_loops(loaded.verified):
+            return {"speed": self.speed, "codegen": 2}
+        return {"speed": 1, "codegen": 0}
 
     def compile(self, loaded: LoadedModule) -> tuple[bytes, dict]:
         """Object code and metadata for a module, from the cache or freshly compiled."""
         flat = loaded.module.archive.flatbuffer
-        k = cache.key(flat, self.target, self.options())
+        options = self.options(loaded)
+        k = cache.key(flat, self.target, options)
         if self.use_cache:
             hit = cache.load(k)
             if hit is not None:
@@ -71,8 +76,8 @@ class JitBackend:
         progress = _Progress(f"{loaded.name} ({len(loaded.verified.functions)} functions)") if self.progress else None
         try:
             lowered = ModuleLowering(loaded.verified, k[:16]).lower()
-            mod = compiler.optimize(str(lowered), self.target, self.speed)
-            obj = compiler.emit_object(mod, self.target)
+            mod = compiler.optimize(str(lowered), self.target, options["speed"], options["codegen"])
+            obj = compiler.emit_object(mod, self.target, options["codegen"])
         finally:
             if progress:
                 progress.done()

@@ -17,8 +17,8 @@ from . import target as targets
 _load_lock = threading.Lock()
 
 
-def optimize(ir_text: str, target: targets.Target, speed: int = 2) -> llvm.ModuleRef:
-    tm = targets.machine(target)
+def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int = 2) -> llvm.ModuleRef:
+    tm = targets.machine(target, codegen)
     mod = llvm.parse_assembly(ir_text)
     mod.triple = target.triple
     mod.data_layout = str(tm.target_data)
@@ -30,12 +30,25 @@ def optimize(ir_text: str, target: targets.Target, speed: int = 2) -> llvm.Modul
     return mod
 
 
-def emit_object(mod: llvm.ModuleRef, target: targets.Target) -> bytes:
-    return targets.machine(target).emit_object(mod)
+def emit_object(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2) -> bytes:
+    return targets.machine(target, codegen).emit_object(mod)
 
 
-def emit_assembly(mod: llvm.ModuleRef, target: targets.Target) -> str:
-    return targets.machine(target).emit_assembly(mod)
+def emit_assembly(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2) -> str:
+    return targets.machine(target, codegen).emit_assembly(mod)
+
+
+def has_loops(verified) -> bool:
+    """Whether any function branches backwards: where compile time pays for itself."""
+    for vf in verified.functions:
+        for block in vf.blocks:
+            ins = vf.instructions[block.last]
+            for f, value in zip(ins.op.fields, ins.args):
+                if f.kind == "target" and vf.block_of_pc.get(value, 1 << 30) <= block.index:
+                    return True
+                if f.kind == "cases" and any(vf.block_of_pc.get(t, 1 << 30) <= block.index for t, _ in value):
+                    return True
+    return False
 
 
 class LoadedCode:

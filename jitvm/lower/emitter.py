@@ -81,17 +81,34 @@ class Emitter:
         # data, length and access bits. Updated on every write of the register, so inside
         # a loop they are loop-invariant SSA values once mem2reg has run.
         self.shadow = {}
+        self._slots: dict[int, ir.Value] = {}
+        self._ref_slots: dict[int, ir.Value] = {}
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
         self.unwind = fn.append_basic_block("unwind")
         self._depth_ptr = None
 
     # --- registers ------------------------------------------------------------------------------
 
+    def _entry_builder(self) -> ir.IRBuilder:
+        b = ir.IRBuilder(self.entry)
+        if self.entry.is_terminated:
+            b.position_before(self.entry.terminator)
+        return b
+
     def slot(self, index: int):
-        return self.b.gep(self.i32file, [const(I64, index)], source_etype=I32, inbounds=True)
+        """Address of i32 register slot `index` (one GEP per register, in the entry block)."""
+        p = self._slots.get(index)
+        if p is None:
+            p = self._slots[index] = self._entry_builder().gep(self.i32file, [const(I64, index)],
+                                                               source_etype=I32, inbounds=True)
+        return p
 
     def ref_slot(self, index: int):
-        return self.b.gep(self.reffile, [const(I64, index)], source_etype=PTR, inbounds=True)
+        p = self._ref_slots.get(index)
+        if p is None:
+            p = self._ref_slots[index] = self._entry_builder().gep(self.reffile, [const(I64, index)],
+                                                                   source_etype=PTR, inbounds=True)
+        return p
 
     def get(self, reg: Reg, bank: str | None = None):
         bank = bank or reg.bank
@@ -116,20 +133,14 @@ class Emitter:
     # --- refs -------------------------------------------------------------------------------------
 
     def retain(self, obj) -> None:
-        """Adds a reference to `obj` unless it is null (inline atomic increment)."""
-        b = self.b
-        with b.if_then(b.icmp_unsigned("!=", obj, const(PTR, None))):
-            b.atomic_rmw("add", obj, const(I64, 1), "monotonic")
+        """Adds a reference to `obj` unless it is null (a module-local helper LLVM inlines)."""
+        if not (isinstance(obj, ir.Constant) and obj.constant is None):
+            self.b.call(self.mod.helper("retain"), [obj])
 
     def release(self, obj) -> None:
         """Drops a reference to `obj` unless null; destroys it when it was the last."""
-        b = self.b
-        with b.if_then(b.icmp_unsigned("!=", obj, const(PTR, None))):
-            old = b.atomic_rmw("sub", obj, const(I64, 1), "acq_rel")
-            with b.if_then(b.icmp_unsigned("==", old, const(I64, 1)), likely=False):
-                dptr = b.gep(obj, [const(I64, offset_of("Object", "destroy"))], source_etype=I8)
-                destroy = b.load(dptr, typ=ir.FunctionType(VOID, [PTR]).as_pointer())
-                b.call(destroy, [obj])
+        if not (isinstance(obj, ir.Constant) and obj.constant is None):
+            self.b.call(self.mod.helper("release"), [obj])
 
     def store_ref(self, index: int, value) -> None:
         """Writes a ref register (no reference counting) and refreshes its buffer shadow."""
@@ -235,8 +246,8 @@ class Emitter:
         vals = [self._i64(a) for a in args] + [const(I64, 0)] * (4 - len(args))
         msg = message if isinstance(message, ir.Value) else (
             self.cstring(message) if message else const(PTR, None))
-        b.call(self.runtime("jv_trap_set"), [self.trap_rec, st, const(I32, kind.code), *vals, msg])
-        self.push_frame()
+        b.call(self.mod.helper("trap"), [self.trap_rec, self.state, const(I32, self.ordinal), const(I32, self.pc),
+                                         st, const(I32, kind.code), *vals, msg])
         b.branch(self.unwind)
 
     def push_frame(self) -> None:

@@ -87,6 +87,52 @@ class ModuleLowering:
             self._runtime[name] = fn
         return fn
 
+    def helper(self, name: str) -> ir.Function:
+        """Small module-local functions the emitters call instead of repeating their IR."""
+        fn = self._runtime.get("jv." + name)
+        if fn is None:
+            fn = self._runtime["jv." + name] = getattr(self, "_helper_" + name)()
+        return fn
+
+    def _define(self, name: str, ret, args, attrs=("nounwind",)) -> tuple[ir.Function, ir.IRBuilder]:
+        fn = ir.Function(self.module, ir.FunctionType(ret, args), name="jv." + name)
+        fn.linkage = "internal"
+        for a in attrs:
+            fn.attributes.add(a)
+        return fn, ir.IRBuilder(fn.append_basic_block("entry"))
+
+    def _helper_retain(self) -> ir.Function:
+        fn, b = self._define("retain", VOID, [PTR], ("nounwind", "alwaysinline"))
+        (obj,) = fn.args
+        with b.if_then(b.icmp_unsigned("!=", obj, ir.Constant(PTR, None))):
+            b.atomic_rmw("add", obj, ir.Constant(I64, 1), "monotonic")
+        b.ret_void()
+        return fn
+
+    def _helper_release(self) -> ir.Function:
+        from .emitter import offset_of
+
+        fn, b = self._define("release", VOID, [PTR], ("nounwind", "alwaysinline"))
+        (obj,) = fn.args
+        with b.if_then(b.icmp_unsigned("!=", obj, ir.Constant(PTR, None))):
+            old = b.atomic_rmw("sub", obj, ir.Constant(I64, 1), "acq_rel")
+            with b.if_then(b.icmp_unsigned("==", old, ir.Constant(I64, 1)), likely=False):
+                dptr = b.gep(obj, [ir.Constant(I64, offset_of("Object", "destroy"))], source_etype=I8)
+                destroy = b.load(dptr, typ=ir.FunctionType(VOID, [PTR]).as_pointer())
+                b.call(destroy, [obj])
+        b.ret_void()
+        return fn
+
+    def _helper_trap(self) -> ir.Function:
+        """Records a trap and this function's frame: one call per trap site, kept cold."""
+        fn, b = self._define("trap", VOID, [PTR, PTR, I32, I32, I32, I32, I64, I64, I64, I64, PTR],
+                             ("nounwind", "cold", "noinline"))
+        trap, state, ordinal, pc, status, kind, a0, a1, a2, a3, msg = fn.args
+        b.call(self.runtime("jv_trap_set"), [trap, status, kind, a0, a1, a2, a3, msg])
+        b.call(self.runtime("jv_trap_push_frame"), [trap, state, ordinal, pc])
+        b.ret_void()
+        return fn
+
     def intrinsic(self, name: str, ret, args) -> ir.Function:
         fn = self._runtime.get(name)
         if fn is None:
