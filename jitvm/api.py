@@ -52,14 +52,18 @@ def _jit_backend():
     return _backends["jit"]
 
 
-def _native_modules(backend):
+def _native_modules(backend, trace):
     from .runtime.native import CheckModule, HalModule, VmvxModule
 
-    return {"hal": lambda: HalModule(backend), "check": CheckModule, "vmvx": VmvxModule}
+    return {"hal": lambda: HalModule(backend, trace_sink=trace), "check": CheckModule, "vmvx": VmvxModule}
 
 
-def load(source, backend: str = "jit", *, verify_features: int | None = None) -> "Module":
-    """Loads a module from a path or bytes and instantiates it in a fresh context."""
+def load(source, backend: str = "jit", *, trace=None, verify_features: int | None = None) -> "Module":
+    """Loads a module from a path or bytes and instantiates it in a fresh context.
+
+    `trace(key, arrays)` receives the tensors of `hal.buffer_view.trace` calls (modules
+    compiled with --iree-flow-trace-dispatch-tensors); without it those calls do nothing.
+    """
     from .frontend.module import load_module
     from .runtime.bytecode import LoadedModule
     from .runtime.context import Context
@@ -71,7 +75,7 @@ def load(source, backend: str = "jit", *, verify_features: int | None = None) ->
     module = load_module(source)
     loaded = LoadedModule(verify_module(module, verify_features), be)
     wanted = [d.name for d in module.dependencies] + [i.module_name for i in module.imports]
-    factories = _native_modules(be)
+    factories = _native_modules(be, _trace_adapter(trace))
     context = Context()
     natives = {}
     for name in dict.fromkeys(wanted):
@@ -79,6 +83,12 @@ def load(source, backend: str = "jit", *, verify_features: int | None = None) ->
             natives[name] = context.add(factories[name]())
     instance = context.add(loaded)
     return Module(context, instance, natives)
+
+
+def _trace_adapter(trace):
+    if trace is None:
+        return None
+    return lambda key, views: trace(key, [v.to_numpy() for v in views])
 
 
 class Module:
@@ -143,8 +153,12 @@ class Function:
         self.name = vm_function.name
         self.cconv = vm_function.cconv
         self.declaration: Declaration | None = parse_declaration(vm_function.attr("iree.abi.declaration"))
-        if self.declaration is not None and len(self.declaration.inputs) != len(self.cconv.args):
+        # coarse-fences functions (async-external) take a wait and a signal fence after their inputs
+        self.fenced = vm_function.attr("iree.abi.model") == "coarse-fences"
+        expected = len(self.cconv.args) - (2 if self.fenced else 0)
+        if self.declaration is not None and len(self.declaration.inputs) != expected:
             self.declaration = None  # a declaration that does not describe the VM signature is ignored
+            self.fenced = False
 
     @property
     def reflected(self) -> bool:
@@ -167,7 +181,18 @@ class Function:
                                 f"({', '.join(map(str, decl.inputs))}), got {len(args)}")
         hal = self.module.hal
         vm_args = [self._argument(hal, i, value, d) for i, (value, d) in enumerate(zip(args, decl.inputs))]
+        if self.fenced:
+            return self._call_fenced(hal, vm_args)
         results = self.vm_function.call(vm_args)
+        return _unwrap([marshal.result_value(r) for r in results])
+
+    def _call_fenced(self, hal, vm_args):
+        """Runs a coarse-fences function synchronously: nothing to wait on, then await its signal."""
+        from .runtime.native.hal.fence import HalFence, Semaphore, wait_all
+
+        signal = HalFence.new([(Semaphore(0), 1)])
+        results = self.vm_function.call(vm_args + [None, signal])
+        wait_all([signal.payload], f"{self.name} (coarse-fences)")
         return _unwrap([marshal.result_value(r) for r in results])
 
     def _argument(self, hal, index: int, value, decl):
