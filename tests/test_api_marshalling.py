@@ -177,3 +177,10 @@ def test_declaration_parser():
     assert not d.inputs[4].is_tensor and not d.inputs[4].is_scalar
     assert d.outputs[0].dtype == np.bool_ and not d.is_async
     assert parse_declaration("garbage") is None and parse_declaration(None) is None
+
+
+def test_foreign_byte_order_and_strided_arrays(load):
+    m = load("mlir/compare_select")
+    a = np.linspace(-1, 1, 32, dtype=">f4")[::2]  # big-endian and strided
+    out = m.select_mix(np.ones(16, bool), a, np.zeros(16, np.float32))
+    assert out.dtype == np.float32 and out.tolist() == a.astype(np.float32).tolist()

@@ -50,7 +50,7 @@ def array_argument(hal, value, decl: ValueDecl, label: str) -> Ref:
     """A numpy array (or array-like) as a buffer view matching `decl`, copied to the device."""
     want = decl.dtype
     if isinstance(value, np.ndarray):
-        arr = value
+        arr = value if value.dtype.isnative else value.astype(value.dtype.newbyteorder("="))
         if want is not None and not _compatible(arr.dtype, want):
             raise ArgumentError(f"{label} expects dtype {want.name}, got {arr.dtype.name}")
     elif want is not None:
@@ -101,7 +101,12 @@ def scalar_argument(value, decl: ValueDecl, label: str):
 
 
 def result_value(value):
-    """A VM result as a Python value: buffer views become numpy arrays, the rest stays."""
-    if isinstance(value, Ref) and isinstance(value.payload, HalBufferView):
-        return value.payload.to_numpy()
+    """A VM result as a Python value: buffer views become numpy arrays (copies), the rest stays.
+
+    Views of element types numpy has no dtype for (i4, bf16, ...) are returned as the view ref.
+    """
+    if isinstance(value, Ref):
+        view = value.payload
+        if isinstance(view, HalBufferView) and view.dtype is not None:
+            return view.to_numpy()
     return value
