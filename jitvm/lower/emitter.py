@@ -19,6 +19,7 @@ from ..runtime.nativelib import BUFFER_TYPE_ID
 from ..runtime.semantics import MAX_CALL_DEPTH
 from ..verify.model import VerifiedFunction
 from . import registry
+from .loops import find_counted_loops
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -85,6 +86,8 @@ class Emitter:
         self._ref_slots: dict[int, ir.Value] = {}
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
         self.unwind = fn.append_basic_block("unwind")
+        self.block_override: dict[int, ir.Block] = {}  # while lowering a loop copy
+        self.unchecked: frozenset[int] = frozenset()  # accesses proven in range by a guard
         self._depth_ptr = None
 
     # --- registers ------------------------------------------------------------------------------
@@ -302,19 +305,58 @@ class Emitter:
         self._enter_depth()
         self._copy_arguments()
         b.branch(self.blocks[0])
+        loops = {loop.header: loop for loop in find_counted_loops(vf)} if self.mod.version_loops else {}
+        bodies = {loop.body for loop in loops.values()}
         for block in vf.blocks:
-            b.position_at_end(self.blocks[block.index])
-            for index in range(block.first, block.last + 1):
-                ins = vf.instructions[index]
-                self.pc = ins.pc
-                self.index = index
-                handler = registry.handler(ins.op.name)
-                if handler is None:
-                    raise LoweringError(ins.op.name, "no lowering registered")
-                handler(self, ins)
-            if not b.block.is_terminated:
-                raise LoweringError(vf.instructions[block.last].op.name, "block does not end in a terminator")
+            if block.index in loops:
+                self._lower_versioned(loops[block.index])
+            elif block.index in bodies:  # lowered inside its loop's copies; nothing jumps here
+                b.position_at_end(self.blocks[block.index])
+                b.unreachable()
+            else:
+                self._lower_block(block.index, self.blocks[block.index])
         self._emit_unwind()
+
+    def target_block(self, pc: int) -> ir.Block:
+        """The LLVM block a branch to `pc` goes to (a loop copy's own blocks inside it)."""
+        index = self.vf.block_of_pc[pc]
+        return self.block_override.get(index, self.blocks[index])
+
+    def _lower_block(self, index: int, llvm_block: ir.Block) -> None:
+        b = self.b
+        vf = self.vf
+        block = vf.blocks[index]
+        b.position_at_end(llvm_block)
+        for i in range(block.first, block.last + 1):
+            ins = vf.instructions[i]
+            self.pc = ins.pc
+            self.index = i
+            handler = registry.handler(ins.op.name)
+            if handler is None:
+                raise LoweringError(ins.op.name, "no lowering registered")
+            handler(self, ins)
+        if not b.block.is_terminated:
+            raise LoweringError(vf.instructions[block.last].op.name, "block does not end in a terminator")
+
+    def _lower_versioned(self, loop) -> None:
+        """The loop twice: checked, and free of the accesses' checks, chosen by a guard."""
+        fn = self.fn
+        copies = {}
+        for name, unchecked in (("checked", frozenset()), ("fast", frozenset(a.index for a in loop.accesses))):
+            header = fn.append_basic_block(f"bb{loop.header}_{name}")
+            body = fn.append_basic_block(f"bb{loop.body}_{name}")
+            copies[name] = header
+            self.block_override = {loop.header: header, loop.body: body}
+            self.unchecked = unchecked
+            self._lower_block(loop.header, header)
+            self._lower_block(loop.body, body)
+        self.block_override, self.unchecked = {}, frozenset()
+        self.b.position_at_end(self.blocks[loop.header])
+        self.pc = self.vf.instructions[self.vf.blocks[loop.header].first].pc
+        from .guard import all_iterations_in_range
+
+        ok = all_iterations_in_range(self, loop)
+        self.b.cbranch(ok, copies["fast"], copies["checked"])
 
     def _call_slot_demand(self) -> tuple[int, int]:
         args = results = 0

@@ -42,13 +42,13 @@ def apply_remap(e, pairs) -> None:
 
 def branch_to(e, target_pc: int, pairs) -> None:
     apply_remap(e, pairs)
-    e.b.branch(e.blocks[e.vf.block_of_pc[target_pc]])
+    e.b.branch(e.target_block(target_pc))
 
 
 def edge(e, target_pc: int, pairs):
     """A block that applies `pairs` and jumps to the target (the target itself if no remap)."""
     if not pairs:
-        return e.blocks[e.vf.block_of_pc[target_pc]]
+        return e.target_block(target_pc)
     blk = e.fn.append_basic_block(f"edge_pc{e.pc}_to{target_pc}")
     here = e.b.block
     e.b.position_at_end(blk)
@@ -132,9 +132,8 @@ def _fail(e, ins):
     b.position_at_end(cold)
     e.trap(traps.FAIL, status=code, message=message)
     b.position_at_end(nxt)
-    block = e.vf.block_of_pc.get(ins.pc + ins.size)
-    if block is not None:
-        b.branch(e.blocks[block])
+    if ins.pc + ins.size in e.vf.block_of_pc:
+        b.branch(e.target_block(ins.pc + ins.size))
     else:
         e.trap(traps.FELL_OFF_END)
 
@@ -240,7 +239,7 @@ def _plain_call(e, ins):
 @lowers("call.yieldable", "call.variadic.yieldable")
 def _yieldable_call(e, ins):
     _call(e, ins)
-    e.b.branch(e.blocks[e.vf.block_of_pc[ins["dest_pc"]]])
+    e.b.branch(e.target_block(ins["dest_pc"]))
 
 
 @lowers("import.resolved")
