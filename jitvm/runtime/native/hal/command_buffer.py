@@ -18,6 +18,7 @@ from .buffer import HalBuffer, calculate_range, copy
 from .dispatch import Dispatch
 from .errors import hal_error, own
 from .executable import HalExecutable, pack_constants
+from .fpu import denormals_flushed
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,8 @@ class DispatchCommand:
         local_memory = VmBuffer.allocate(entry.local_memory_size)
         if 0 in count:
             return
-        exe.runner.run(Dispatch(entry.function, count, (1, 1, 1), local_memory, constants, bindings))
+        with denormals_flushed():  # IREE runs dispatches with FTZ/DAZ on
+            exe.runner.run(Dispatch(entry.function, count, (1, 1, 1), local_memory, constants, bindings))
 
     def _indirect_count(self, table) -> tuple[int, int, int]:
         buffer, offset, _ = self.workgroups.resolve(table)
