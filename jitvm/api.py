@@ -109,6 +109,11 @@ class Module:
         return [n for n in self._instance.export_names() if not n.startswith("__")]
 
     @property
+    def backend(self) -> str:
+        """The name of the backend actually running the module ("jit" or "interp")."""
+        return getattr(self._instance.loaded.backend, "name", type(self._instance.loaded.backend).__name__)
+
+    @property
     def hal(self):
         return self._natives.get("hal")
 

@@ -134,7 +134,7 @@ def cmd_demo(args) -> int:
     np.set_printoptions(precision=4, suppress=True)
     print("jitvm demo: a small CNN (conv-relu, strided conv-relu, avg pool, fc, softmax) compiled for VMVX")
     print(f"module:      {path.name} (@predict: tensor<1x28x28x1xf32> -> tensor<1x10xf32>)")
-    print(f"backend:     {args.backend}")
+    print(f"backend:     {module.backend}")
     print(f"input:       a 28x28 drawing of a seven, sum {x.sum():.0f}")
     print(f"result:      {probs.reshape(-1)}")
     print(f"top class:   {int(np.argmax(probs))} (p={float(np.max(probs)):.4f}; the weights are seeded, not trained)")
