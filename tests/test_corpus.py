@@ -116,6 +116,8 @@ def test_every_call_runs_as_directed(outcomes):
     problems = []
     for name, (m, outs) in outcomes.items():
         for o in outs:
+            if o.call.function in m.oracle_quirks:
+                continue  # IREE misbehaves there by definition; jitvm's tests hold the line
             want_trap = o.call.function in m.expect_trap
             if want_trap != o.trapped:
                 what = o.error.strip().splitlines()[-1] if o.error else o.results
