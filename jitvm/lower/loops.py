@@ -166,15 +166,15 @@ def _analyze(vf: VerifiedFunction, header: int, body: int) -> CountedLoop | None
     if successors(vf, bb) != [header] or vf.instructions[bb.last].op.name != "br":
         return None
     term = vf.instructions[h.last]
-    if term.op.name != "cond_br" or term["true_operands"] or term["false_operands"]:
+    if term.op.name != "cond_br":
         return None
     t, f = vf.block_of_pc[term["true_dest_pc"]], vf.block_of_pc[term["false_dest_pc"]]
-    if t == body and f != body:
+    if t == body and f != body and not term["true_operands"]:
         body_on_true, exit_block = True, f
-    elif f == body and t != body:
+    elif f == body and t != body and not term["false_operands"]:
         body_on_true, exit_block = False, t
     else:
-        return None
+        return None  # (remaps on the exit edge are fine: they run outside the loop)
     # Only the header and body blocks reach the body: entering the body from elsewhere
     # would bypass the guard.
     for other in vf.blocks:
