@@ -50,11 +50,21 @@ class _Progress:
 class JitBackend:
     name = "jit"
 
-    def __init__(self, speed: int = 2, use_cache: bool = True, progress: bool = True):
+    def __init__(self, speed: int = 2, use_cache: bool = True, progress: bool = True, threads: int | None = None):
         self.speed = speed
         self.use_cache = use_cache
         self.progress = progress
+        self.threads = threads
         self.target = targets.host()
+        self._runner = None
+
+    def dispatch_runner(self):
+        """The HAL's runner for this backend's executables: native, on all cores."""
+        if self._runner is None:
+            from .dispatch import NativeDispatchRunner
+
+            self._runner = NativeDispatchRunner(self.threads)
+        return self._runner
 
     def options(self, loaded: LoadedModule) -> dict:
         """Optimization levels: modules with loops get the full pipeline; straight-line host

@@ -80,6 +80,31 @@ def _compile():
         return _fns
 
 
+def flush_bits() -> int:
+    """The control-word bits that flush denormals on this CPU (0 where unsupported)."""
+    fns = _compile()
+    return fns[2] if fns else 0
+
+
+def register_symbols() -> None:
+    """Makes `jv_fpu_get`/`jv_fpu_set` linkable from JIT-compiled code (no-ops if unsupported)."""
+    fns = _compile()
+    if fns:
+        llvm.add_symbol("jv_fpu_get", ctypes.cast(fns[0], ctypes.c_void_p).value)
+        llvm.add_symbol("jv_fpu_set", ctypes.cast(fns[1], ctypes.c_void_p).value)
+        return
+    stub = llvm.parse_assembly("define i64 @jv_fpu_get() { ret i64 0 }\ndefine void @jv_fpu_set(i64 %v) { ret void }")
+    engine = llvm.create_mcjit_compiler(stub, llvm.Target.from_triple(llvm.get_process_triple())
+                                        .create_target_machine(codemodel="jitdefault"))
+    engine.finalize_object()
+    _stubs.append(engine)
+    llvm.add_symbol("jv_fpu_get", engine.get_function_address("jv_fpu_get"))
+    llvm.add_symbol("jv_fpu_set", engine.get_function_address("jv_fpu_set"))
+
+
+_stubs: list = []
+
+
 def state() -> int | None:
     """The current control word (MXCSR / FPCR), or None where unsupported."""
     fns = _compile()
