@@ -42,12 +42,25 @@ def _cast_f32_ui64_body() -> str:
   %b = select i1 %neg, i64 0, i64 %a
   %c = select i1 %nan, i64 0, i64 %b
   ret i64 %c"""
+    # x86_64: clang's float -> u64 sequence, a = cvttss2si(r), b = cvttss2si(r - 2^63),
+    # result a | (b & (a >> 63)); cvttss2si gives INT64_MIN for NaN and out of range. So
+    # [2^63, 2^64) converts exactly, and NaN, +-inf, >= 2^64 and < -2^63 give INT64_MIN.
     return """  %lo = fcmp oge float %r, 0xC3E0000000000000
   %hi = fcmp olt float %r, 0x43E0000000000000
   %ok = and i1 %lo, %hi
   %safe = select i1 %ok, float %r, float 0.0
   %s = fptosi float %safe to i64
-  %c = select i1 %ok, i64 %s, i64 -9223372036854775808
+  %a = select i1 %ok, i64 %s, i64 -9223372036854775808
+  %d = fsub float %r, 0x43E0000000000000
+  %lo2 = fcmp oge float %d, 0xC3E0000000000000
+  %hi2 = fcmp olt float %d, 0x43E0000000000000
+  %ok2 = and i1 %lo2, %hi2
+  %safe2 = select i1 %ok2, float %d, float 0.0
+  %s2 = fptosi float %safe2 to i64
+  %b = select i1 %ok2, i64 %s2, i64 -9223372036854775808
+  %m = ashr i64 %a, 63
+  %bm = and i64 %b, %m
+  %c = or i64 %a, %bm
   ret i64 %c"""
 
 
@@ -332,9 +345,9 @@ oom:
 }}
 
 ; (uint64_t)roundf(x) as IREE's runtime computes vm.cast.f32.ui64 on this host: on x86_64
-; its build converts with the signed instruction (out of range or NaN gives INT64_MIN); on
-; aarch64 the conversion saturates (NaN and negatives give 0). Explicit, so no optimizer
-; folds an out-of-range conversion differently.
+; as clang compiles the conversion (exact in [0, 2^64) except NaN/inf/overflow, which give
+; INT64_MIN; negatives wrap); on aarch64 the conversion saturates (NaN and negatives give
+; 0). Explicit, so no optimizer folds an out-of-range conversion differently.
 declare float @llvm.round.f32(float)
 define i64 @jv_cast_f32_ui64(float %x) {{
 entry:

@@ -13,9 +13,10 @@ import platform
 _ARM = platform.machine().lower() in ("aarch64", "arm64")
 FUSED_FMA = _ARM
 
-# C's float -> unsigned conversion as IREE's build compiles it: x86_64 uses the signed
-# conversion (out of range: INT64_MIN), aarch64 saturates. Measured on x86_64 against
-# iree-base-runtime 3.13: vm.cast.f32.ui64(2e19) == vm.cast.f32.ui64(nan) == INT64_MIN.
+# C's float -> unsigned conversion as IREE's build compiles it: x86_64 uses clang's pair of
+# signed conversions (exact below 2^64; NaN, inf and larger: INT64_MIN), aarch64 saturates.
+# Measured on x86_64 against iree-base-runtime 3.13: vm.cast.f32.ui64(2e19) ==
+# vm.cast.f32.ui64(nan) == INT64_MIN, vm.cast.f32.ui64(1e19) == 9999999980506447872.
 FLOAT_TO_INT_SATURATES = _ARM
 
 # Deepest chain of VM calls before a call fails with RESOURCE_EXHAUSTED (IREE bounds its
