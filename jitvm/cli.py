@@ -42,6 +42,27 @@ def cmd_dump(args) -> int:
     return 0
 
 
+def cmd_asm(args) -> int:
+    """Assembles VM assembly (what `jitvm dump` prints) into a .vmfb."""
+    from .frontend.asm import assemble_builder
+
+    if args.file == "-":
+        text, source = sys.stdin.read(), "<stdin>"
+    else:
+        try:
+            text, source = Path(args.file).read_text(encoding="utf-8"), args.file
+        except (OSError, UnicodeDecodeError) as e:
+            raise Error(f"{args.file}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    if args.output:
+        output = Path(args.output)
+    elif args.file != "-":
+        output = Path(args.file).with_suffix(".vmfb")
+    else:
+        raise Error("reading from stdin needs -o OUTPUT.vmfb")
+    assemble_builder(text, source).write(output)
+    return 0
+
+
 def cmd_verify(args) -> int:
     """One line per module (embedded VMVX executables included): `FILE: ok` or its first error."""
     from .verify.report import verdicts
@@ -62,11 +83,17 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("file", help="a .vmfb path, or example:NAME for a bundled module")
     d.add_argument("--function", help="only this function (export name, debug name or ordinal)")
     d.add_argument("--json", action="store_true", help="machine-readable output")
-    d.add_argument("--no-summary", action="store_true", help="functions only, no metadata")
+    d.add_argument("--no-summary", action="store_true",
+                   help="only the module's assembly (what `jitvm asm` reads), no summary comments")
     from .cli_jit import add_dump_options
 
     add_dump_options(d)
     d.set_defaults(run=cmd_dump)
+
+    a = sub.add_parser("asm", help="assemble VM assembly text (jitvm dump's syntax) into a .vmfb")
+    a.add_argument("file", help="a .vmasm path, or - for stdin")
+    a.add_argument("-o", "--output", help="the .vmfb to write (default: FILE with .vmfb)")
+    a.set_defaults(run=cmd_asm)
 
     v = sub.add_parser("verify", help="verify modules (and the executables embedded in them)")
     v.add_argument("files", nargs="+", metavar="FILE", help="a .vmfb path, or example:NAME")

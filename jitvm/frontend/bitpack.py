@@ -1,12 +1,16 @@
 """Sub-byte integer constants in IREE's packed layout, vectorised.
 
-iree-compile stores an iN constant (N < 8) as `8 // N` elements per byte, element 0 in the
-lowest bits, a byte's unused high bits zero (so i3 holds two elements and two padding bits
-per byte, i5..i7 one element per byte). [1, -2, 3, -4] at 4 bits is E1 C3.
+iree-compile serializes an iN constant (N < 8) into little-endian words of
+`pow2ceil(ceil(2N / 8))` bytes, each holding `word_bits // N` elements, element 0 in the
+lowest bits and any leftover high bits zero: i2..i4 pack into single bytes (i3 as two
+elements and two padding bits), i5..i7 into 16-bit words (three i5, two i6 or i7).
+[1, -2, 3, -4] at 4 bits is E1 C3. i1 is the one exception: iree-compile 3.13 writes i1
+constants one byte per element; pack_bits(..., 1) packs them 8 per byte, the layout the
+same rule gives, so pass bytes (bits=None) to reproduce iree-compile's i1 constants.
 
-Packing works on chunks that stay in cache and merges neighbouring fields with shift/or/mask
-steps on words of `8 * per` bits (SWAR), so the cost is a few vector passes per chunk and no
-Python per element; a 4-bit pack runs at about the speed of copying its input.
+Packing works on chunks that stay in cache. Byte-sized words merge neighbouring fields with
+shift/or/mask steps on words of `8 * per` bits (SWAR), so a 4-bit pack costs a few vector
+passes per chunk, about the time of copying its input, and no Python per element.
 """
 
 from __future__ import annotations
@@ -22,16 +26,23 @@ class PackError(Error):
     """Values that cannot be packed at the requested width, or a bad width or count."""
 
 
-def elements_per_byte(bits: int) -> int:
-    if not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 8:
+def word_layout(bits: int) -> tuple[int, int]:
+    """(elements per word, bytes per word) of IREE's packing for `bits`-bit integers."""
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not 1 <= bits <= 8:
         raise PackError(f"bit width must be an integer from 1 to 8, got {bits!r}")
-    return 8 // int(bits)
+    bits = int(bits)
+    if bits == 8:
+        return 1, 1  # whole bytes: nothing to pack
+    word_bytes = 1
+    while word_bytes * 8 < 2 * bits:
+        word_bytes *= 2
+    return (8 * word_bytes) // bits, word_bytes
 
 
 def packed_size(count: int, bits: int) -> int:
     """Bytes needed for `count` elements of `bits` bits."""
-    per = elements_per_byte(bits)
-    return -(-int(count) // per)
+    per, word_bytes = word_layout(bits)
+    return -(-int(count) // per) * word_bytes
 
 
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -44,6 +55,8 @@ def _repeat_mask(slot: int, width: int, word_bits: int) -> int:
 
 
 def _plan(bits: int):
+    if word_layout(bits)[1] != 1:
+        return None
     """(word dtype, lane mask, steps) turning one word of `per` elements into its byte.
 
     Step k merges neighbouring slots: shift, the mask keeping the merged fields, and the mask
@@ -94,30 +107,36 @@ def _to_bytes(chunk: np.ndarray) -> np.ndarray:
 
 def pack_chunk(chunk: np.ndarray, bits: int, start: int = 0) -> np.ndarray:
     """Packs one flat chunk of integers (any length) into bytes; `start` is for messages."""
-    per = elements_per_byte(bits)
+    per, word_bytes = word_layout(bits)
     _check_range(chunk, bits, start)
     data = _to_bytes(chunk)
-    if per == 1:
-        return data & np.uint8((1 << bits) - 1) if bits < 8 else data.copy()
-    word, lane_mask, steps = _PLANS[bits]
-    n = data.size
-    tail = n % per
+    if bits == 8:
+        return data.copy()
+    tail = data.size % per
     if tail:
         data = np.concatenate([data, np.zeros(per - tail, np.uint8)])
-    w = data.view(word) & lane_mask
-    scratch = np.empty_like(w)
-    for i, (shift, mask, _) in enumerate(steps):
-        np.right_shift(w, shift, out=scratch)
-        np.bitwise_or(w, scratch, out=w)
-        if i + 1 < len(steps):
-            np.bitwise_and(w, mask, out=w)
-    return w.astype(np.uint8)
+    if word_bytes == 1:
+        word, lane_mask, steps = _PLANS[bits]
+        w = data.view(word) & lane_mask
+        scratch = np.empty_like(w)
+        for i, (shift, mask, _) in enumerate(steps):
+            np.right_shift(w, shift, out=scratch)
+            np.bitwise_or(w, scratch, out=w)
+            if i + 1 < len(steps):
+                np.bitwise_and(w, mask, out=w)
+        return w.astype(np.uint8)
+    groups = data.reshape(-1, per)
+    mask = np.uint16((1 << bits) - 1)
+    out = np.zeros(groups.shape[0], "<u2")
+    for k in range(per):
+        out |= (groups[:, k] & mask).astype("<u2") << np.uint16(k * bits)
+    return out.view(np.uint8)
 
 
 def iter_packed(values, bits: int, chunk_elements: int = CHUNK_ELEMENTS):
     """Yields the packed bytes of `values` chunk by chunk (for streaming to a file)."""
     a = _as_int_array(values).reshape(-1)
-    per = elements_per_byte(bits)
+    per, _ = word_layout(bits)
     step = max(per * 8, chunk_elements - chunk_elements % (per * 8))
     for start in range(0, a.size, step):
         yield pack_chunk(a[start:start + step], bits, start)
@@ -140,16 +159,16 @@ def pack_bits(values, bits: int) -> np.ndarray:
 
 def unpack_bits(packed, bits: int, count: int, signed: bool = False) -> np.ndarray:
     """The inverse of pack_bits: `count` elements as int8 (signed) or uint8 (unsigned)."""
-    per = elements_per_byte(bits)
-    data = np.frombuffer(packed, np.uint8) if not isinstance(packed, np.ndarray) else packed.reshape(-1).view(np.uint8)
+    per, word_bytes = word_layout(bits)
+    data = packed.reshape(-1).view(np.uint8) if isinstance(packed, np.ndarray) else np.frombuffer(packed, np.uint8)
     count = int(count)
-    if count < 0 or packed_size(count, bits) > data.size:
-        raise PackError(f"{count} elements of {bits} bits need {packed_size(max(count, 0), bits)} bytes; "
-                        f"{data.size} given")
-    data = data[:packed_size(count, bits)]
-    if per == 1:
-        out = data & np.uint8((1 << bits) - 1) if bits < 8 else data.copy()
-    else:
+    need = packed_size(max(count, 0), bits)
+    if count < 0 or need > data.size:
+        raise PackError(f"{count} elements of {bits} bits need {need} bytes; {data.size} given")
+    data = data[:need]
+    if bits == 8:
+        out = data.copy()
+    elif word_bytes == 1:
         word, lane_mask, steps = _PLANS[bits]
         w = data.astype(word)
         scratch = np.empty_like(w)
@@ -158,8 +177,14 @@ def unpack_bits(packed, bits: int, count: int, signed: bool = False) -> np.ndarr
             np.bitwise_or(w, scratch, out=w)
             np.bitwise_and(w, split_mask, out=w)
         out = w.view(np.uint8)[:count]
-    out = out[:count]
+    else:
+        words = data.view("<u2")
+        mask = np.uint16((1 << bits) - 1)
+        out = np.empty((words.size, per), np.uint8)
+        for k in range(per):
+            out[:, k] = (words >> np.uint16(k * bits)) & mask
+        out = out.reshape(-1)[:count]
     if not signed:
         return np.ascontiguousarray(out)
-    shift = np.uint8(8 - bits)
-    return ((out << shift).view(np.int8) >> np.int8(8 - bits)).astype(np.int8)
+    shift = 8 - bits
+    return ((out << np.uint8(shift)).view(np.int8) >> np.int8(shift)).astype(np.int8)

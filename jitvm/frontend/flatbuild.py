@@ -120,8 +120,12 @@ class _Builder:
         return self.prepend(body)
 
     def finish(self, root: int, identifier: bytes) -> bytes:
-        """root uoffset + file identifier in front, aligned; returns the finished buffer."""
-        self.pad_for(8, self.minalign)
+        """root uoffset + file identifier in front; returns the finished buffer.
+
+        The buffer will be stored after a 4-byte size prefix at an aligned file offset, and
+        IREE checks alignment on absolute addresses, so prefix + buffer is what gets aligned.
+        """
+        self.pad_for(8 + 4, self.minalign)
         self.prepend(identifier)
         self.prepend(_U32.pack(self.size + 4 - root))
         out = b"".join(reversed(self.chunks))

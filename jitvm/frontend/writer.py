@@ -20,7 +20,7 @@ from ..errors import Error
 from . import derive, isa, schema
 from .archive import SEGMENT_ALIGNMENT
 from .archive_writer import Entry, align, plan_entries, write_archive
-from .bitpack import elements_per_byte, iter_packed, packed_size
+from .bitpack import iter_packed, packed_size, word_layout
 from .cconv import make_cconv, parse_cconv
 from .decode import Instruction
 from .disasm import IMPORT_BIT
@@ -74,7 +74,7 @@ class _PackedSource:
     """Integers packed `bits` wide when written; the array is read then, not before."""
 
     def __init__(self, values, bits: int, ordinal: int):
-        elements_per_byte(bits)
+        word_layout(bits)
         a = np.asarray(values)
         if not (np.issubdtype(a.dtype, np.integer) or a.dtype == np.bool_):
             raise BuildError(f"rodata[{ordinal}]: packing {bits}-bit values needs integers, not {a.dtype}")

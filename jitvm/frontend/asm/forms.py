@@ -313,6 +313,17 @@ class _Field:
 _MNEMONIC = object()
 
 
+@dataclass(frozen=True)
+class _AnyType:
+    """A type the form prints for information only (`!vm.ref<?>` in cast.any.ref): any type reads."""
+
+    shown: str
+
+
+def _is_whole_type(word: str) -> bool:
+    return word.startswith("!") and word.count("<") == word.count(">")
+
+
 def _split_words(text: str) -> tuple[str, ...]:
     return tuple(text.split())
 
@@ -350,15 +361,35 @@ def compile_form(form: str, op: isa.Op) -> tuple:
             cut = before.rfind(".")
             merged[i - 1] = before[:cut]
             merged[i + 1] = after[1:]
-    return tuple(_Lit(_split_words(p)) if isinstance(p, str) else p for p in merged
-                 if not (isinstance(p, str) and not p.strip()))
+    parts: list = []
+    for p in merged:
+        if not isinstance(p, str):
+            parts.append(p)
+            continue
+        words: list[str] = []
+        for word in _split_words(p):
+            if _is_whole_type(word):
+                if words:
+                    parts.append(_Lit(tuple(words)))
+                    words = []
+                parts.append(_AnyType(word))
+            else:
+                words.append(word)
+        if words:
+            parts.append(_Lit(tuple(words)))
+    return tuple(parts)
 
 
-def wire_form(op: isa.Op) -> str | None:
-    """iree-as-module's generic spelling of a simple op: outputs, mnemonic, inputs in wire order."""
-    simple = {isa.REG, isa.IMM, isa.GLOBAL, isa.RODATA, isa.FUNC, isa.TYPE}
+def wire_forms(op: isa.Op) -> list[str]:
+    """iree-as-module's generic spelling: outputs, mnemonic, inputs in wire order.
+
+    A type operand follows the operand before it as `: type`, a string is quoted, and a
+    trailing register list may be left out when it is empty. Ops with branch targets or
+    segment lists have no generic spelling.
+    """
+    simple = {isa.REG, isa.IMM, isa.GLOBAL, isa.RODATA, isa.FUNC, isa.TYPE, isa.STRING, isa.REGS}
     if any(f.kind not in simple for f in op.fields):
-        return None
+        return []
     outs = [f"{{{f.name}}}" for f in op.fields if f.out]
     ins: list[str] = []
     for f in op.fields:
@@ -366,10 +397,16 @@ def wire_form(op: isa.Op) -> str | None:
             continue
         if f.kind == isa.TYPE and ins:
             ins[-1] += f" : {{{f.name}}}"
+        elif f.kind == isa.STRING:
+            ins.append(f'"{{{f.name}}}"')
         else:
             ins.append(f"{{{f.name}}}")
-    text = (", ".join(outs) + " = " if outs else "") + "{mnemonic}" + (" " + ", ".join(ins) if ins else "")
-    return text
+    lhs = ", ".join(outs) + " = " if outs else ""
+    variants = [ins]
+    last = [f for f in op.fields if not f.out][-1:] if ins else []
+    if last and last[0].kind == isa.REGS:
+        variants.append(ins[:-1])
+    return [lhs + "{mnemonic}" + (" " + ", ".join(v) if v else "") for v in variants]
 
 
 @dataclass(frozen=True)
@@ -404,6 +441,8 @@ class Matcher:
             elif isinstance(part, _Lit):
                 for word in part.words:
                     cur.expect(word, f"'{word}'")
+            elif isinstance(part, _AnyType):
+                scan_type(cur)
             elif self.op.fields[part.index].kind == isa.STRING:
                 nxt = parts[i + 1] if i + 1 < len(parts) else None
                 closing = nxt.words[0] if isinstance(nxt, _Lit) and nxt.words else '"'
@@ -422,15 +461,14 @@ class Matcher:
         cur.skip_space()
         if cur.pos < cur.limit and not cur.peek("//"):
             cur.fail(f"unexpected {cur.text[cur.pos:cur.pos + 16]!r} after the operands of {self.op.mnemonic}")
-        return tuple(args)
+        return tuple(() if a is None and f.kind == isa.REGS else a for f, a in zip(self.op.fields, args))
 
 
 def _matcher(op: isa.Op) -> Matcher:
     forms = [compile_form(op.form, op)]
-    generic = wire_form(op)
-    if generic is not None:
+    for generic in wire_forms(op):
         compiled = compile_form(generic, op)
-        if compiled != forms[0]:
+        if compiled not in forms:
             forms.append(compiled)
     readers = tuple(_KIND_READERS[f.kind](f) if f.kind != isa.STRING else None for f in op.fields)
     return Matcher(op, tuple(forms), readers)
