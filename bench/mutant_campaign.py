@@ -54,6 +54,7 @@ class Report:
     only_iree_rejects: Counter = field(default_factory=Counter)  # IREE's reason, jitvm accepted
     only_jitvm_rejects: Counter = field(default_factory=Counter)  # jitvm's reason, IREE accepted
     notable: list = field(default_factory=list)  # (side, status, seed, changes, detail)
+    iree_failures_vs_jitvm: Counter = field(default_factory=Counter)  # jitvm's verdict where IREE died/hung
 
     def examples(self, status: str) -> list:
         return [n for n in self.notable if n[1] == status]
@@ -64,6 +65,7 @@ class Report:
                 "jitvm_reasons": self.jitvm_reasons.most_common(),
                 "only_iree_rejects": self.only_iree_rejects.most_common(),
                 "only_jitvm_rejects": self.only_jitvm_rejects.most_common(),
+                "iree_failures_vs_jitvm": self.iree_failures_vs_jitvm.most_common(),
                 "notable": self.notable}
 
 
@@ -133,8 +135,10 @@ def run_campaign(count: int = 10_000, seed: int = 2026, workers: int = 2, iree: 
         their_status, their_detail = theirs[i]
         report.iree[their_status] += 1
         report.cross[(status, their_status)] += 1
-        if their_status in (CRASH, HANG) and sum(1 for n in report.notable if n[0] == "iree") < 20:
-            report.notable.append(("iree", their_status, m.seed, m.changes, their_detail))
+        if their_status in (CRASH, HANG):
+            report.iree_failures_vs_jitvm[reason(detail) if status == REJECTED else status] += 1
+            if sum(1 for n in report.notable if n[0] == "iree") < 20:
+                report.notable.append(("iree", their_status, m.seed, m.changes, their_detail))
         if status == ACCEPTED and their_status == REJECTED:
             report.only_iree_rejects[reason(their_detail)] += 1
         if status == REJECTED and their_status == ACCEPTED:
@@ -155,7 +159,8 @@ def format_report(r: Report, top: int = 15) -> str:
                 out.append(f"  {a:10}" + "".join(f"{r.cross[(a, b)]:>10}" for b in (REJECTED, ACCEPTED, CRASH, HANG)))
     sections = [("jitvm's most frequent rejection reasons", r.jitvm_reasons),
                 ("jitvm rejects, IREE accepts (jitvm's reason)", r.only_jitvm_rejects),
-                ("jitvm accepts, IREE rejects (IREE's reason)", r.only_iree_rejects)]
+                ("jitvm accepts, IREE rejects (IREE's reason)", r.only_iree_rejects),
+                ("IREE crashes or hangs at load; jitvm's verdict", r.iree_failures_vs_jitvm)]
     for title, counter in sections:
         if counter:
             out += ["", f"{title}:"] + [f"  {n:6}  {text}" for text, n in counter.most_common(top)]

@@ -49,7 +49,7 @@ def pool():
         yield p
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(batch=st.lists(mutants(), min_size=1, max_size=8))
 def test_mutants_are_rejected_with_jitvm_errors_or_verify(pool, batch):
     outcomes = dict(pool.run((i, data) for i, (_, _, data) in enumerate(batch)))

@@ -8,6 +8,7 @@ plans of `operands` and the signature rules of `calls`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ..errors import DecodeError, VerifyError
 from ..frontend.decode import decode_function
@@ -76,7 +77,7 @@ class FunctionVerifier:
         return model.VerifiedFunction(
             module=verified_module, ordinal=self.ordinal, name=self.site.name,
             descriptor=self.descriptor, cconv=self.cconv, instructions=tuple(self.instructions),
-            blocks=blocks, block_of_pc=self.block_of_pc, calls=self.calls,
+            blocks=blocks, block_of_pc=MappingProxyType(self.block_of_pc), calls=MappingProxyType(self.calls),
             i32_registers=self.i32_count, ref_registers=self.ref_count, seal=model._SEAL)
 
     def _check_features(self) -> None:
