@@ -203,7 +203,8 @@ def _read_string(cur: Cursor, ctx, closing: str) -> bytes:
     """The text up to the last `closing` on the line (so the string may contain quotes)."""
     end = cur.text.rfind(closing, cur.pos, cur.limit)
     if end < 0:
-        cur.fail(f"unterminated string (no closing {closing!r})")
+        opening = cur.pos - 1 if cur.pos and cur.text[cur.pos - 1] == '"' else cur.pos
+        cur.fail(f"unterminated string (no closing {closing!r})", opening)
     data = cur.text[cur.pos:end].encode("utf-8")
     if len(data) > 0xFFFF:
         cur.fail(f"string of {len(data)} bytes exceeds the 65535 a string operand holds")
@@ -320,6 +321,36 @@ class _AnyType:
     shown: str
 
 
+@dataclass(frozen=True)
+class _Branch:
+    """A target with its operand remap, `^label(%a->%b)`; without operands the parens may go."""
+
+    target: int
+    remap: int
+
+
+def _fold_branches(parts: list) -> list:
+    """[TARGET, "(", REMAP, ")..."] -> [_Branch, "..."] so `vm.br ^bb1` reads like `^bb1()`."""
+    out: list = []
+    i = 0
+    while i < len(parts):
+        p = parts[i]
+        nxt = parts[i + 1:i + 4]
+        if (isinstance(p, _Field) and len(nxt) == 3 and isinstance(nxt[0], _Lit) and nxt[0].words == ("(",)
+                and isinstance(nxt[1], _Field) and isinstance(nxt[2], _Lit) and nxt[2].words
+                and nxt[2].words[0].startswith(")")):
+            out.append((p.index, nxt[1].index))
+            rest = (nxt[2].words[0][1:],) if nxt[2].words[0] != ")" else ()
+            rest += nxt[2].words[1:]
+            if rest:
+                out.append(_Lit(rest))
+            i += 4
+            continue
+        out.append(p)
+        i += 1
+    return out
+
+
 def _is_whole_type(word: str) -> bool:
     return word.startswith("!") and word.count("<") == word.count(">")
 
@@ -377,7 +408,17 @@ def compile_form(form: str, op: isa.Op) -> tuple:
                 words.append(word)
         if words:
             parts.append(_Lit(tuple(words)))
-    return tuple(parts)
+    folded = []
+    for p in _fold_branches(parts):
+        if isinstance(p, tuple):
+            target, remap = p
+            if op.fields[target].kind == isa.TARGET and op.fields[remap].kind == isa.REMAP:
+                folded.append(_Branch(target, remap))
+            else:
+                folded += [_Field(target, "plain"), _Lit(("(",)), _Field(remap, "plain"), _Lit((")",))]
+        else:
+            folded.append(p)
+    return tuple(folded)
 
 
 def wire_forms(op: isa.Op) -> list[str]:
@@ -443,6 +484,15 @@ class Matcher:
                     cur.expect(word, f"'{word}'")
             elif isinstance(part, _AnyType):
                 scan_type(cur)
+            elif isinstance(part, _Branch):
+                args[part.target] = _read_label(cur, ctx)
+                cur.skip_space()
+                if cur.peek("("):
+                    cur.pos += 1
+                    args[part.remap] = _read_remap(cur)
+                    cur.expect(")", "')' after the branch operands")
+                else:
+                    args[part.remap] = ()
             elif self.op.fields[part.index].kind == isa.STRING:
                 nxt = parts[i + 1] if i + 1 < len(parts) else None
                 closing = nxt.words[0] if isinstance(nxt, _Lit) and nxt.words else '"'

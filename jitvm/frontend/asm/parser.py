@@ -192,6 +192,7 @@ class _State:
         handler(self, cur)
 
     def module(self, cur: Cursor) -> None:
+        cur.skip_space()
         at = cur.pos
         name = _symbol(cur, "the module name (@name)")
         if self.module_seen:
@@ -208,6 +209,7 @@ class _State:
 
     def dependency(self, cur: Cursor) -> None:
         optional = _keyword(cur, "optional")
+        cur.skip_space()
         at = cur.pos
         name = _symbol(cur, "a module name (@name)")
         version = 0
@@ -225,10 +227,12 @@ class _State:
 
     def import_(self, cur: Cursor) -> None:
         optional = _keyword(cur, "optional")
+        cur.skip_space()
         at = cur.pos
         name = _symbol(cur, "the imported function (@module.function)")
         if not _keyword(cur, "cconv"):
             cur.fail("expected cconv \"<calling convention>\"")
+        cur.skip_space()
         cc_at = cur.pos
         cconv = attr_syntax.parse_string(cur)
         target = SimpleNamespace(attrs=())
@@ -237,7 +241,7 @@ class _State:
         try:
             parse_cconv(cconv, f"import @{name}")
         except Exception as e:  # FormatError
-            cur.fail(str(e), cc_at + 1)
+            cur.fail(str(e), cc_at)
         self.b.add_import(name, cconv, optional, target.attrs, cur.where(at))
 
     def rodata(self, cur: Cursor) -> None:
@@ -261,6 +265,7 @@ class _State:
             cur.fail(f"unknown global kind vm.global.{kind} (i32, i64, f32, f64 or ref)", at)
         _keyword(cur, "private")
         _keyword(cur, "mutable")
+        cur.skip_space()
         name_at = cur.pos
         name = _symbol(cur, "the global's name (@name)")
         type_name = kind
@@ -273,6 +278,7 @@ class _State:
                 cur.fail(f"a ref global needs a ref type, not {type_name}", type_at)
         elif cur.peek("="):
             cur.pos += 1
+            cur.skip_space()
             value_at = cur.pos
             value = cur.word(re.compile(r"[-+]?[\w.]+"), "the initial value")
             try:
@@ -291,6 +297,7 @@ class _State:
         self.b.add_global(name, type_name, cur.where(name_at))
 
     def export(self, cur: Cursor) -> None:
+        cur.skip_space()
         at = cur.pos
         name = _symbol(cur, "the export name (@name)")
         function = name
@@ -302,6 +309,7 @@ class _State:
         self.b.add_export(name, function, cur.where(at))
 
     def func(self, cur: Cursor) -> None:
+        cur.skip_space()
         at = cur.pos
         symbol = _symbol(cur, "the function name (@name)")
         cur.expect("(", "'(' and the arguments")
