@@ -9,7 +9,7 @@ releases the refs still held in registers.
 
 from __future__ import annotations
 
-from llvmlite import ir
+from . import textir as ir
 
 from ..errors import STATUS_CODES
 from ..frontend.cconv import argument_registers
@@ -43,8 +43,7 @@ def function_symbol(module_key: str, ordinal: int) -> str:
 
 
 def opaque_alloca(builder: ir.IRBuilder, ty, name: str, align: int = 8):
-    """An alloca whose value is an opaque `ptr` (llvmlite otherwise types it and then
-    refuses loads and stores of other types through it, which the register file needs)."""
+    """An aligned alloca; its value is an opaque `ptr` the register file accesses with any type."""
     a = builder.alloca(ty, name=name)
     a.align = align
     a.type = PTR

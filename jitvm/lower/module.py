@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from llvmlite import ir
+from . import textir as ir
 
 from ..runtime import mathlib, nativelib
 from ..verify.model import VerifiedModule
@@ -150,7 +150,7 @@ class ModuleLowering:
         t = self.verified.types[type_index]
         if not t.is_ref or t.kind == "opaque":
             return None
-        p = builder.gep(self.type_table, [ir.Constant(I32, 0), ir.Constant(I32, type_index)], inbounds=True)
+        p = builder.gep(self.type_table, [ir.Constant(I64, type_index)], inbounds=True, source_etype=I32)
         v = builder.load(p, typ=I32)
         v.set_metadata("invariant.load", self.module.add_metadata([]))
         return v

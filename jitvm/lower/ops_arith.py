@@ -7,7 +7,7 @@ signed INT_MIN / -1 overflow (which crash IREE's runtime with SIGFPE) trap inste
 
 from __future__ import annotations
 
-from llvmlite import ir
+from . import textir as ir
 
 from ..runtime import traps
 from .emitter import BANK_TYPE, I1, I32, I64, const

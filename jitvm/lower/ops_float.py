@@ -10,7 +10,7 @@ including its routes through lroundf/llroundf and through float for f64 -> i32.
 
 from __future__ import annotations
 
-from llvmlite import ir
+from . import textir as ir
 
 from ..runtime.semantics import FUSED_FMA
 from .emitter import BANK_TYPE, F32, F64, I32, I64, const

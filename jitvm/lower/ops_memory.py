@@ -10,7 +10,7 @@ invariant: LLVM may hoist them out of loops.
 
 from __future__ import annotations
 
-from llvmlite import ir
+from . import textir as ir
 
 from ..runtime import layout, nativelib, traps
 from .emitter import BANK_TYPE, I8, I16, I32, I64, PTR, const, offset_of
