@@ -14,6 +14,7 @@ import threading
 import time
 import warnings
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 
 from ..runtime import abi, traps
 from ..runtime.bytecode import BytecodeInstance, LoadedModule, describe_frame
@@ -73,8 +74,8 @@ class JitBackend:
             return {"speed": self.speed, "codegen": 2}
         return {"speed": 1, "codegen": 0}
 
-    def compile(self, loaded: LoadedModule) -> tuple[bytes, dict]:
-        """Object code and metadata for a module, from the cache or freshly compiled."""
+    def compile(self, loaded: LoadedModule) -> tuple[list[bytes], dict]:
+        """Object code (one object per function group) and metadata, cached or compiled."""
         flat = loaded.module.archive.flatbuffer
         options = self.options(loaded)
         k = cache.key(flat, self.target, options)
@@ -83,35 +84,94 @@ class JitBackend:
             if hit is not None:
                 STATS["cache_hits"] += 1
                 return hit
-        progress = _Progress(f"{loaded.name} ({len(loaded.verified.functions)} functions)") if self.progress else None
+        groups = function_groups(loaded.verified, compile_threads(self.threads))
+        progress = _Progress(f"{loaded.name} ({len(loaded.verified.functions)} functions"
+                             f"{f', {len(groups)} groups in parallel' if len(groups) > 1 else ''})") \
+            if self.progress else None
         try:
-            lowered = ModuleLowering(loaded.verified, k[:16]).lower()
-            mod = compiler.optimize(str(lowered), self.target, options["speed"], options["codegen"])
-            obj = compiler.emit_object(mod, self.target, options["codegen"])
+            lowered = [ModuleLowering(loaded.verified, f"{k[:16]}g{i}").lower(group) for i, group in enumerate(groups)]
+            texts = [str(lm) for lm in lowered]
+
+            def build(text):  # LLVM releases the GIL: groups compile on all cores
+                mod = compiler.optimize(text, self.target, options["speed"], options["codegen"])
+                return compiler.emit_object(mod, self.target, options["codegen"])
+
+            if len(texts) > 1:
+                with ThreadPoolExecutor(len(texts)) as pool:
+                    objects = list(pool.map(build, texts))
+            else:
+                objects = [build(texts[0])]
         finally:
             if progress:
                 progress.done()
         STATS["compiled_modules"] += 1
-        STATS["llvm_functions"] += len(lowered.symbols)
-        meta = {"key": k[:16], "symbols": {str(o): s for o, s in lowered.symbols.items()},
-                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
+        STATS["llvm_functions"] += sum(len(lm.symbols) for lm in lowered)
+        meta = {"groups": [{"key": lm.key, "symbols": {str(o): s for o, s in lm.symbols.items()}}
+                           for lm in lowered],
+                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for lm in lowered for f in lm.fallbacks]}
         if self.use_cache:
-            cache.store(k, obj, meta)
-        return obj, meta
+            cache.store(k, objects, meta)
+        return objects, meta
 
     def prepare(self, loaded: LoadedModule) -> "JitExecutable":
-        obj, meta = self.compile(loaded)
-        return JitExecutable(loaded, compiler.LoadedCode(obj), meta)
+        objects, meta = self.compile(loaded)
+        return JitExecutable(loaded, compiler.LoadedCode(objects), meta)
+
+
+def compile_threads(threads: int | None) -> int:
+    from .dispatch import default_threads
+
+    return threads or default_threads()
+
+
+# Below this many VM instructions a module compiles as one unit (splitting costs more).
+PARALLEL_COMPILE_MIN_INSTRUCTIONS = 1500
+
+
+def function_groups(verified, parts: int) -> list[list[int]]:
+    """Functions split into up to `parts` groups of similar size for parallel compilation.
+
+    Functions calling each other stay together where possible (calls between groups go
+    through the module's function table instead of a direct call).
+    """
+    sizes = [len(vf.instructions) for vf in verified.functions]
+    ordinals = list(range(len(sizes)))
+    if parts <= 1 or sum(sizes) < PARALLEL_COMPILE_MIN_INSTRUCTIONS or len(ordinals) < 2:
+        return [ordinals]
+    # Connected components of the internal call graph, largest first, onto the lightest group.
+    parent = list(range(len(sizes)))
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for vf in verified.functions:
+        for site in vf.calls.values():
+            if not site.is_import:
+                parent[find(vf.ordinal)] = find(site.callee)
+    components: dict[int, list[int]] = {}
+    for o in ordinals:
+        components.setdefault(find(o), []).append(o)
+    groups: list[list[int]] = [[] for _ in range(min(parts, len(components)))]
+    loads = [0] * len(groups)
+    for comp in sorted(components.values(), key=lambda c: -sum(sizes[o] for o in c)):
+        i = loads.index(min(loads))
+        groups[i].extend(comp)
+        loads[i] += sum(sizes[o] for o in comp)
+    return [sorted(g) for g in groups if g]
 
 
 class JitExecutable:
     def __init__(self, loaded: LoadedModule, code: compiler.LoadedCode, meta: dict):
         self.loaded = loaded
         self.code = code
-        self.entries = {int(o): code.address(s) for o, s in meta["symbols"].items()}
+        self.entries = {int(o): code.address(s) for g in meta["groups"] for o, s in g["symbols"].items()}
         self.fns = {o: abi.NATIVE_FN(a) for o, a in self.entries.items()}
         self.fallbacks = {int(f[0]): f for f in meta["fallbacks"]}
-        self._fill_type_table(meta["key"])
+        for group in meta["groups"]:
+            self._fill_type_table(group["key"])
         self._interp = None
         self._ready: set[int] = set()
         self._lock = threading.Lock()
@@ -142,6 +202,8 @@ class JitExecutable:
             return
         with self._lock:
             instance.prepare_native_imports()
+            for ordinal, address in self.entries.items():  # calls between function groups
+                instance.function_table[ordinal] = address
             for ordinal in self.fallbacks:
                 fn, _ctx = self.interpreter.native_entry(instance, ordinal)
                 instance.function_table[ordinal] = fn

@@ -21,7 +21,7 @@ import llvmlite.binding as llvm
 
 from .. import __version__
 
-FORMAT = "jitvm-cache-1"
+FORMAT = "jitvm-cache-2"
 
 
 def cache_dir() -> Path:
@@ -55,25 +55,26 @@ def key(flatbuffer: bytes | memoryview, target, options: dict) -> str:
     return h.hexdigest()
 
 
-def load(k: str) -> tuple[bytes, dict] | None:
+def load(k: str) -> tuple[list[bytes], dict] | None:
     d = cache_dir() / k[:2] / k
     try:
         meta = json.loads((d / "meta.json").read_text())
-        obj = (d / "code.o").read_bytes()
+        objects = [(d / f"code.{i}.o").read_bytes() for i in range(len(meta.get("sizes", ())))]
     except (OSError, ValueError):
         return None
-    if meta.get("format") != FORMAT or len(obj) != meta.get("size"):
+    if meta.get("format") != FORMAT or [len(o) for o in objects] != meta.get("sizes"):
         return None
-    return obj, meta
+    return objects, meta
 
 
-def store(k: str, obj: bytes, meta: dict) -> None:
+def store(k: str, objects: list[bytes], meta: dict) -> None:
     final = cache_dir() / k[:2] / k
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
-        (tmp / "code.o").write_bytes(obj)
-        (tmp / "meta.json").write_text(json.dumps({**meta, "format": FORMAT, "size": len(obj)}))
+        for i, obj in enumerate(objects):
+            (tmp / f"code.{i}.o").write_bytes(obj)
+        (tmp / "meta.json").write_text(json.dumps({**meta, "format": FORMAT, "sizes": [len(o) for o in objects]}))
         try:
             os.replace(tmp, final)
         except OSError:  # another process stored it first

@@ -54,7 +54,7 @@ def has_loops(verified) -> bool:
 class LoadedCode:
     """Object code linked into this process; keeps its engine (and the code) alive."""
 
-    def __init__(self, obj: bytes):
+    def __init__(self, objects: list[bytes]):
         nativelib.load()  # runtime symbols must exist before linking
         with _load_lock:
             host = targets.host()
@@ -63,7 +63,8 @@ class LoadedCode:
             # it gets a fresh one: handing it the shared cached machine left a dangling
             # pointer for the next compile once a module's code was garbage collected.
             engine = llvm.create_mcjit_compiler(empty, targets.machine.__wrapped__(host))
-            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            for obj in objects:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             engine.finalize_object()
         self.engine = engine
 

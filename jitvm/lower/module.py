@@ -43,7 +43,7 @@ class Fallback:
 @dataclass
 class LoweredModule:
     ir_module: ir.Module
-    key: str
+    key: str  # distinguishes this module's symbols from other compilation units
     symbols: dict[int, str]  # lowered function ordinal -> symbol
     fallbacks: list[Fallback] = field(default_factory=list)
 
