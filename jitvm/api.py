@@ -34,12 +34,19 @@ def get_backend(name: str):
                       RuntimeWarning, stacklevel=3)
         name = "interp"
     if name not in _backends:
+        _backends[name] = _interpreter_class()()
+    return _backends[name]
+
+
+def _interpreter_class():
+    try:
+        from .fallback_interp import InterpreterBackend
+    except ImportError:
         try:
-            from .fallback_interp import InterpreterBackend
+            from .fallback_interp.backend import InterpreterBackend
         except ImportError as e:
             raise UnsupportedError(f"the reference interpreter backend is not available: {e}") from None
-        _backends[name] = InterpreterBackend()
-    return _backends[name]
+    return InterpreterBackend
 
 
 def _jit_backend():

@@ -15,9 +15,12 @@ import numpy as np
 
 
 def interpreter_available() -> bool:
+    from jitvm import UnsupportedError
+    from jitvm.api import get_backend
+
     try:
-        from jitvm.fallback_interp import InterpreterBackend  # noqa: F401
-    except ImportError:
+        get_backend("interp")
+    except UnsupportedError:
         return False
     return True
 
