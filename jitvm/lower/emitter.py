@@ -19,7 +19,7 @@ from ..runtime.nativelib import BUFFER_TYPE_ID
 from ..runtime.semantics import MAX_CALL_DEPTH
 from ..verify.model import VerifiedFunction
 from . import registry
-from .loops import find_counted_loops
+from .loops import find_nests
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -304,12 +304,12 @@ class Emitter:
         self._enter_depth()
         self._copy_arguments()
         b.branch(self.blocks[0])
-        loops = {loop.header: loop for loop in find_counted_loops(vf)} if self.mod.version_loops else {}
-        bodies = {loop.body for loop in loops.values()}
+        nests = {nest.root.header: nest for nest in find_nests(vf)} if self.mod.version_loops else {}
+        inside = {i for nest in nests.values() for i in nest.blocks if i != nest.root.header}
         for block in vf.blocks:
-            if block.index in loops:
-                self._lower_versioned(loops[block.index])
-            elif block.index in bodies:  # lowered inside its loop's copies; nothing jumps here
+            if block.index in nests:
+                self._lower_versioned(nests[block.index])
+            elif block.index in inside:  # lowered in its nest's copies; nothing jumps here
                 b.position_at_end(self.blocks[block.index])
                 b.unreachable()
             else:
@@ -337,25 +337,23 @@ class Emitter:
         if not b.block.is_terminated:
             raise LoweringError(vf.instructions[block.last].op.name, "block does not end in a terminator")
 
-    def _lower_versioned(self, loop) -> None:
-        """The loop twice: checked, and free of the accesses' checks, chosen by a guard."""
+    def _lower_versioned(self, nest) -> None:
+        """The nest twice: checked, and free of its accesses' checks, chosen by a guard."""
         fn = self.fn
-        copies = {}
-        for name, unchecked in (("checked", frozenset()), ("fast", frozenset(a.index for a in loop.accesses))):
-            header = fn.append_basic_block(f"bb{loop.header}_{name}")
-            body = fn.append_basic_block(f"bb{loop.body}_{name}")
-            copies[name] = header
-            self.block_override = {loop.header: header, loop.body: body}
+        entries = {}
+        for name, unchecked in (("checked", frozenset()), ("fast", frozenset(a.index for a in nest.accesses))):
+            self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
+            entries[name] = self.block_override[nest.root.header]
             self.unchecked = unchecked
-            self._lower_block(loop.header, header)
-            self._lower_block(loop.body, body)
+            for i in nest.blocks:
+                self._lower_block(i, self.block_override[i])
         self.block_override, self.unchecked = {}, frozenset()
-        self.b.position_at_end(self.blocks[loop.header])
-        self.pc = self.vf.instructions[self.vf.blocks[loop.header].first].pc
+        self.b.position_at_end(self.blocks[nest.root.header])
+        self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
         from .guard import all_iterations_in_range
 
-        ok = all_iterations_in_range(self, loop)
-        self.b.cbranch(ok, copies["fast"], copies["checked"])
+        ok = all_iterations_in_range(self, nest)
+        self.b.cbranch(ok, entries["fast"], entries["checked"])
 
     def _call_slot_demand(self) -> tuple[int, int]:
         args = results = 0

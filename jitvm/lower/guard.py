@@ -1,22 +1,26 @@
-"""The entry guard of a versioned loop: are all of its buffer accesses in range?
+"""The entry guard of a versioned loop nest: are all of its buffer accesses in range?
 
-Evaluated once where the loop is entered, with the registers' values at that point. The
-loop runs iv = start, start + step, ... while iv < bound. Every access's element index is
-a * iv + b; being affine, it takes its extreme values at the first and the last
-iteration. The guard computes those exactly (every intermediate must fit in i64, or the
-guard fails), and holds when the loop runs no iteration at all, or when each access's
-buffer is a buffer (mutable for stores) and both extremes lie inside it. When it fails,
-the checked copy runs and traps exactly where the interpreter would.
+Evaluated once where the nest is entered, with the registers' values at that point. Each
+loop runs iv = start, start + step, ... while iv < bound, with start, bound and step the
+same for every iteration of the loops around it (the analysis checked that). An access's
+element index is affine in the induction variables around it, so over the iteration box
+it takes its extremes at the corners: per loop, the smaller and the larger of a * start
+and a * last. The guard computes those exactly (every intermediate must fit in i64, or
+the access counts as failing), and holds when every access either never runs (a loop
+around it runs zero times) or has its buffer (mutable for stores) and both extremes inside
+it. When it fails, the checked copy runs and traps exactly where the interpreter would.
 """
 
 from __future__ import annotations
 
 from ..frontend.decode import Reg
 from .emitter import I1, I64, const
-from .loops import CountedLoop
+from .loops import Nest
 
 
 class _Eval:
+    """Exact evaluation of invariant expressions with an overflow flag."""
+
     def __init__(self, e):
         self.e = e
         self.b = e.b
@@ -24,9 +28,8 @@ class _Eval:
 
     def _checked(self, fn, x, y):
         r = fn(x, y)
-        value = self.b.extract_value(r, 0)
         self.ok = self.b.and_(self.ok, self.b.not_(self.b.extract_value(r, 1)))
-        return value
+        return self.b.extract_value(r, 0)
 
     def add(self, x, y):
         return self._checked(self.b.sadd_with_overflow, x, y)
@@ -51,34 +54,56 @@ class _Eval:
         return {"add": self.add, "sub": self.sub, "mul": self.mul}[kind](x, y)
 
 
-def all_iterations_in_range(e, loop: CountedLoop):
+def _min_max(b, x, y):
+    less = b.icmp_signed("<", x, y)
+    return b.select(less, x, y), b.select(less, y, x)
+
+
+def all_iterations_in_range(e, nest: Nest):
     """Emits the guard at the builder's position; returns its i1 value."""
     b = e.b
-    ev = _Eval(e)
-    start = e.get(Reg("i64", loop.iv, False, loop.iv), "i64")
-    bound = ev.expr(loop.bound)
-    step = ev.expr(loop.step)
-    empty = b.icmp_signed(">=", start, bound)
-    ok = b.icmp_signed(">", step, const(I64, 0))
-    # last = start + ((bound - 1 - start) / step) * step, all unsigned-safe when start < bound.
-    span = b.sub(b.sub(bound, const(I64, 1)), start)
-    last = b.add(start, b.mul(b.udiv(span, b.select(ok, step, const(I64, 1))), step))
-    ev.add(last, step)  # the iv itself must not wrap
-    for access in loop.accesses:
+    ranges = {}  # loop id -> (runs, start, last) as IR values
+    for loop in nest.loops:
+        ev = _Eval(e)
+        start = e.get(Reg("i64", loop.iv, False, loop.iv), "i64") if loop.start is None else ev.expr(loop.start)
+        bound, step = ev.expr(loop.bound), ev.expr(loop.step)
+        runs = b.icmp_signed("<", start, bound)
+        positive = b.icmp_signed(">", step, const(I64, 0))
+        # last = start + ((bound - 1 - start) / step) * step, exact when start < bound.
+        span = b.sub(b.sub(bound, const(I64, 1)), start)
+        last = b.add(start, b.mul(b.udiv(span, b.select(positive, step, const(I64, 1))), step))
+        ev.add(last, step)  # the iv itself must not wrap
+        sound = b.and_(ev.ok, positive)
+        if loop.parent is not None:
+            parent_runs = ranges[loop.parent][0]
+            runs = b.and_(runs, parent_runs)
+        ranges[loop.id] = (runs, start, b.select(runs, last, start), sound)
+    ok = const(I1, 1)
+    for loop in nest.loops:  # a loop that runs must have a positive step and no overflow
+        runs, _, _, sound = ranges[loop.id]
+        ok = b.and_(ok, b.or_(b.not_(runs), sound))
+    for access in nest.accesses:
+        ev = _Eval(e)
+        base = ev.expr(access.element.b)
+        lo = hi = base
+        runs = const(I1, 1)
+        for loop_id in access.loops:
+            loop_runs, start, last, _ = ranges[loop_id]
+            runs = b.and_(runs, loop_runs)
+            coeff = access.element.coeff(loop_id)
+            if coeff == ("const", 0):
+                continue
+            a = ev.expr(coeff)
+            x, y = _min_max(b, ev.mul(a, start), ev.mul(a, last))
+            lo, hi = ev.add(lo, x), ev.add(hi, y)
         shadow = e.buffer_shadow(Reg("ref", access.buffer, False, access.buffer))
-        a, c = ev.expr(access.element.a), ev.expr(access.element.b)
-        first_index = ev.add(ev.mul(a, start), c)
-        last_index = ev.add(ev.mul(a, last), c)
-        lo = b.select(b.icmp_signed("<", first_index, last_index), first_index, last_index)
-        hi = b.select(b.icmp_signed("<", first_index, last_index), last_index, first_index)
         limit = b.lshr(shadow["length"], const(I64, access.width.bit_length() - 1)) \
             if access.width > 1 else shadow["length"]
         inside = b.and_(b.icmp_signed(">=", lo, const(I64, 0)), b.icmp_unsigned("<", hi, limit))
-        ok = b.and_(ok, b.and_(shadow["ok"], inside))
+        good = b.and_(b.and_(shadow["ok"], inside), ev.ok)
         if access.store:
-            mutable = b.icmp_unsigned("!=", b.and_(shadow["access"], const(shadow["access"].type, 1)),
-                                      const(shadow["access"].type, 0))
-            ok = b.and_(ok, mutable)
-    return b.or_(empty, b.and_(ok, ev.ok))
-
-
+            access_bits = shadow["access"]
+            good = b.and_(good, b.icmp_unsigned("!=", b.and_(access_bits, const(access_bits.type, 1)),
+                                                const(access_bits.type, 0)))
+        ok = b.and_(ok, b.or_(b.not_(runs), good))
+    return ok

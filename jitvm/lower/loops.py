@@ -1,13 +1,17 @@
-"""Loop analysis on verified VM code, for checking buffer accesses once per loop.
+"""Loop-nest analysis on verified VM code, for checking buffer accesses once per nest.
 
-VMVX kernels are nests of counted loops: a header compares an i64 induction variable with
-a loop-invariant bound, a single body block loads and stores buffer elements at indices
-that are affine in the induction variable, increments it by an invariant step and
-branches back. For such an innermost loop this module finds every buffer access in the
-body whose element index is `a * iv + b` (a and b loop-invariant). The lowering then emits
-the loop twice: a guard on entry evaluates, in exact 128-bit arithmetic, whether every
-iteration's accesses fall inside their buffers; if so the copy without per-access checks
-runs, otherwise the original, which traps exactly where the interpreter would.
+VMVX kernels are nests of counted loops laid out in order: a header compares an i64
+induction variable with an invariant bound and either enters the next block or leaves;
+the body runs block after block (inner loops in between) and the last block branches back
+after adding an invariant step. For such a nest this module finds every buffer access
+whose element index is affine in the induction variables of the loops around it,
+`sum(a_L * iv_L) + b` with every `a_L` and `b` invariant in the whole nest.
+
+The lowering then emits the nest twice: a guard where the nest is entered evaluates, in
+exact arithmetic, whether every access of every iteration falls inside its buffer (an
+affine index takes its extremes at the corners of the iteration box); if so the copy
+without per-access checks runs, otherwise the original, which traps exactly where the
+interpreter would.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass, field
 from ..frontend import isa
 from ..verify.model import VerifiedFunction
 
-# Invariant expressions: ("const", n) | ("reg", bank, index) | (op, x, y) with op add/sub/mul.
+# Invariant expressions: ("const", n) | ("reg", bank, index) | (op, x, y), op in add/sub/mul.
 ZERO = ("const", 0)
 ONE = ("const", 1)
 
@@ -54,35 +58,74 @@ def _mul(x, y):
 
 @dataclass(frozen=True)
 class Affine:
-    """a * iv + b over exact integers, iv being the induction variable at iteration start."""
+    """sum(coeff * iv_loop) + b over exact integers; `terms` maps loop id -> coefficient."""
 
-    a: tuple
+    terms: tuple  # ((loop id, expr), ...) sorted, no zero coefficients
     b: tuple
 
     @property
     def invariant(self) -> bool:
-        return self.a == ZERO
+        return not self.terms
+
+    def coeff(self, loop: int):
+        return dict(self.terms).get(loop, ZERO)
+
+    @staticmethod
+    def const(expr) -> "Affine":
+        return Affine((), expr)
+
+    @staticmethod
+    def iv(loop: int) -> "Affine":
+        return Affine(((loop, ONE),), ZERO)
+
+    def combine(self, other: "Affine", op) -> "Affine":
+        terms = dict(self.terms)
+        for k, c in other.terms:
+            terms[k] = op(terms.get(k, ZERO), c)
+        return Affine(tuple(sorted((k, c) for k, c in terms.items() if c != ZERO)), op(self.b, other.b))
+
+    def scale(self, factor) -> "Affine":
+        return Affine(tuple((k, _mul(c, factor)) for k, c in self.terms if _mul(c, factor) != ZERO),
+                      _mul(self.b, factor))
 
 
 @dataclass(frozen=True)
 class Access:
     index: int  # instruction index in the function
-    buffer: int  # ref register holding the (loop-invariant) buffer
+    buffer: int  # ref register holding the buffer (not written anywhere in the nest)
     width: int  # element size in bytes
     store: bool
     element: Affine  # element index
+    loops: tuple[int, ...]  # ids of the loops around the access, outermost first
 
 
 @dataclass
-class CountedLoop:
+class Loop:
+    id: int
     header: int  # block indices
-    body: int
+    latch: int
     exit: int
-    body_on_true: bool  # cond_br's true edge enters the body
     iv: int  # i64 register of the induction variable
-    bound: tuple  # invariant expression
-    step: tuple  # invariant expression (positive for the guard to pass)
+    start: tuple | None  # invariant expression of the iv on entry (None: the root's register)
+    bound: tuple
+    step: tuple
+    parent: int | None = None
+
+
+@dataclass
+class Nest:
+    """A versioning unit: the outermost analyzable loop and everything inside it."""
+
+    loops: list[Loop]  # loops[0] is the root; parents come before children
     accesses: list[Access] = field(default_factory=list)
+
+    @property
+    def root(self) -> Loop:
+        return self.loops[0]
+
+    @property
+    def blocks(self) -> range:
+        return range(self.root.header, self.root.latch + 1)
 
 
 _WIDTH = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}
@@ -147,121 +190,214 @@ def written_slots(vf: VerifiedFunction, blocks) -> tuple[set[int], set[int]]:
     return i32, refs
 
 
-def find_counted_loops(vf: VerifiedFunction) -> list[CountedLoop]:
-    """Innermost two-block counted loops whose buffer accesses can be range-checked once."""
-    out = []
+def find_nests(vf: VerifiedFunction) -> list[Nest]:
+    """The outermost analyzable loop nests with at least one range-checkable access."""
+    back_edges = {}  # header -> latch
     for block in vf.blocks:
-        for target in successors(vf, block):
-            if target != block.index - 1:
-                continue
-            loop = _analyze(vf, header=target, body=block.index)
-            if loop is not None and loop.accesses:
-                out.append(loop)
-    return out
+        for t in successors(vf, block):
+            if t <= block.index:
+                if t in back_edges:
+                    back_edges[t] = None  # several latches: not a simple counted loop
+                else:
+                    back_edges[t] = block.index
+    nests: list[Nest] = []
+    covered_until = -1
+    for header in sorted(h for h, latch in back_edges.items() if latch is not None):
+        if header <= covered_until:
+            continue  # inside a nest already taken
+        nest = _NestBuilder(vf, back_edges).build(header)
+        if nest is not None and nest.accesses:
+            nests.append(nest)
+            covered_until = nest.root.latch
+    return nests
 
 
-def _analyze(vf: VerifiedFunction, header: int, body: int) -> CountedLoop | None:
-    h, bb = vf.blocks[header], vf.blocks[body]
-    # The body must branch back to the header and nowhere else; the header must exit or enter.
-    if successors(vf, bb) != [header] or vf.instructions[bb.last].op.name != "br":
-        return None
-    term = vf.instructions[h.last]
-    if term.op.name != "cond_br":
-        return None
-    t, f = vf.block_of_pc[term["true_dest_pc"]], vf.block_of_pc[term["false_dest_pc"]]
-    if t == body and f != body and not term["true_operands"]:
-        body_on_true, exit_block = True, f
-    elif f == body and t != body and not term["false_operands"]:
-        body_on_true, exit_block = False, t
-    else:
-        return None  # (remaps on the exit edge are fine: they run outside the loop)
-    # Only the header and body blocks reach the body: entering the body from elsewhere
-    # would bypass the guard.
-    for other in vf.blocks:
-        if other.index not in (header, body) and body in successors(vf, other):
-            return None
-
-    written, written_refs = written_slots(vf, (header, body))
-
-    # Header: markers, pure compares, then the cond_br on `iv < bound`.
-    cond = term["condition"].index
-    compare = None
-    for idx in range(h.first, h.last):
-        ins = vf.instructions[idx]
-        if ins.op.name == "block":
-            continue
-        if ins.op.family not in ("binary_cmp", "unary_cmp", "const", "zero"):
-            return None
-        if ins.op.name == "cmp.lt.i64.s" and ins["result"].index == cond:
-            compare = ins
-    if compare is None:
-        return None
-    iv = compare["left"].index
-    bound_reg = compare["right"]
-    if bound_reg.index in written or bound_reg.index + 1 in written:
-        return None
-    if iv not in written:
-        return None
-    if body_on_true is False:
-        return None  # `iv < bound` exits: not a counted loop over [start, bound)
-
-    evaluator = _BodyEvaluator(vf, written, written_refs, iv)
-    step = None
-    accesses: list[Access] = []
-    for idx in range(bb.first, bb.last):
-        ins = vf.instructions[idx]
-        width = access_width(ins.op)
-        if width is not None:
-            buf_field = "source_buffer" if ins.op.family == "buffer_load" else "target_buffer"
-            off_field = "source_offset" if ins.op.family == "buffer_load" else "target_offset"
-            buf = ins[buf_field].index
-            element = evaluator.read_i64(ins[off_field].index)
-            if buf not in written_refs and element is not None:
-                accesses.append(Access(idx, buf, width, ins.op.family == "buffer_store", element))
-        if ins.op.name == "add.i64" and ins["result"].index == iv:
-            if step is not None:
-                return None  # incremented twice
-            left = evaluator.read_i64(ins["left"].index)
-            right = evaluator.read_i64(ins["right"].index)
-            if left == Affine(ONE, ZERO) and right is not None and right.invariant:
-                step = right.b
-            elif right == Affine(ONE, ZERO) and left is not None and left.invariant:
-                step = left.b
-            else:
-                return None
-        evaluator.execute(ins)
-    if step is None or not evaluator.iv_consistent(step):
-        return None
-    return CountedLoop(header, body, exit_block, body_on_true, iv, ("reg", "i64", bound_reg.index), step,
-                       accesses)
+class _Unsupported(Exception):
+    pass
 
 
-class _BodyEvaluator:
-    """Symbolic execution of one iteration of the body, tracking affine i64 values."""
-
-    def __init__(self, vf, written: set[int], written_refs: set[int], iv: int):
+class _NestBuilder:
+    def __init__(self, vf: VerifiedFunction, back_edges: dict):
         self.vf = vf
-        self.written = written
-        self.iv = iv
-        self.values: dict[int, Affine | None] = {}  # i64 register -> value (None: unknown)
-        self.clobbered: set[int] = set()  # i32 slots overwritten by non-i64 values
+        self.back_edges = back_edges
+        self.loops: list[Loop] = []
+        self.accesses: list[Access] = []
+
+    def build(self, header: int) -> Nest | None:
+        latch = self.back_edges[header]
+        self.region = range(header, latch + 1)
+        self.written, self.written_refs = written_slots(self.vf, self.region)
+        if not self._single_entry(header, latch):
+            return None
+        try:
+            self._loop(header, parent=None, env=_Env(self))
+        except _Unsupported:
+            return None
+        return Nest(self.loops, self.accesses)
+
+    def _single_entry(self, header: int, latch: int) -> bool:
+        for block in self.vf.blocks:
+            if block.index in self.region:
+                continue
+            if any(t in self.region and t != header for t in successors(self.vf, block)):
+                return False
+        return True
+
+    def invariant_expr(self, value: "Affine | None"):
+        if value is None or not value.invariant:
+            raise _Unsupported
+        return value.b
+
+    # -- one loop: header, then its blocks in order (inner loops recursively) ----------------
+
+    def _loop(self, header: int, parent: int | None, env: "_Env") -> int:
+        vf = self.vf
+        latch = self.back_edges.get(header)
+        if latch is None or latch < header:
+            raise _Unsupported
+        h = vf.blocks[header]
+        term = vf.instructions[h.last]
+        if term.op.name != "cond_br" or term["true_operands"]:
+            raise _Unsupported
+        if vf.block_of_pc[term["true_dest_pc"]] != header + 1 or header + 1 > latch:
+            raise _Unsupported
+        exit_block = vf.block_of_pc[term["false_dest_pc"]]
+        if exit_block in range(header, latch + 1):
+            raise _Unsupported
+        loop_id = len(self.loops)
+        # The compare deciding the loop: cmp.lt.i64.s iv, bound (bound invariant in the nest).
+        compare = None
+        for idx in range(h.first, h.last):
+            ins = vf.instructions[idx]
+            if ins.op.name == "block":
+                continue
+            if ins.op.family not in ("binary_cmp", "unary_cmp", "const", "zero"):
+                raise _Unsupported
+            if ins.op.name == "cmp.lt.i64.s" and ins["result"].index == term["condition"].index:
+                compare = ins
+        if compare is None:
+            raise _Unsupported
+        iv = compare["left"].index
+        bound_reg = compare["right"].index
+        if bound_reg in self.written or bound_reg + 1 in self.written:
+            raise _Unsupported
+        start = None if parent is None else self.invariant_expr(env.read_i64(iv))
+        loop = Loop(loop_id, header, latch, exit_block, iv, start, ("reg", "i64", bound_reg), ZERO, parent)
+        self.loops.append(loop)
+
+        loop_written, _ = written_slots(vf, range(header, latch + 1))
+        body = env.fork()
+        body.forget(loop_written)
+        body.values[iv] = Affine.iv(loop_id)
+        path = self._enclosing(loop_id)
+        step = None
+        block = header + 1
+        while True:
+            if block in self.back_edges and self.back_edges[block] is not None and block != header:
+                child = self._loop(block, loop_id, body)
+                child_written, _ = written_slots(vf, range(block, self.back_edges[block] + 1))
+                body.forget(child_written)
+                if self.loops[child].exit != self.back_edges[block] + 1:
+                    raise _Unsupported
+                block = self.back_edges[block] + 1
+                continue
+            b = vf.blocks[block]
+            for idx in range(b.first, b.last):
+                ins = vf.instructions[idx]
+                self._access(ins, idx, body, path)
+                if ins.op.name == "add.i64" and ins["result"].index == iv:
+                    if step is not None:
+                        raise _Unsupported
+                    left, right = body.read_i64(ins["left"].index), body.read_i64(ins["right"].index)
+                    if left == Affine.iv(loop_id) and right is not None and right.invariant:
+                        step = right.b
+                    elif right == Affine.iv(loop_id) and left is not None and left.invariant:
+                        step = left.b
+                    else:
+                        raise _Unsupported
+                body.execute(ins)
+            term = vf.instructions[b.last]
+            if term.op.name != "br":
+                raise _Unsupported
+            target = vf.block_of_pc[term["dest_pc"]]
+            if block == latch:
+                if target != header or term["operands"]:
+                    raise _Unsupported
+                break
+            if target != block + 1:
+                raise _Unsupported
+            body.remap(term["operands"])
+            block = target
+        if step is None or body.values.get(iv) != Affine(((loop_id, ONE),), step):
+            raise _Unsupported
+        if any(s in self.written for s in _regs_of(step)):
+            raise _Unsupported  # the step must be the same in every iteration of the nest
+        loop.step = step
+        return loop_id
+
+    def _enclosing(self, loop_id: int) -> tuple[int, ...]:
+        path = []
+        current: int | None = loop_id
+        while current is not None:
+            path.append(current)
+            current = self.loops[current].parent
+        return tuple(reversed(path))
+
+    def _access(self, ins, idx: int, env: "_Env", path) -> None:
+        width = access_width(ins.op)
+        if width is None:
+            return
+        load = ins.op.family == "buffer_load"
+        buf = ins["source_buffer" if load else "target_buffer"].index
+        element = env.read_i64(ins["source_offset" if load else "target_offset"].index)
+        if buf in self.written_refs or element is None:
+            return
+        if any(s in self.written for c in [element.b, *(c for _, c in element.terms)] for s in _regs_of(c)):
+            return
+        self.accesses.append(Access(idx, buf, width, not load, element, path))
+
+
+def _regs_of(expr) -> list[int]:
+    if expr[0] == "reg":
+        return [expr[2], expr[2] + 1]
+    if expr[0] == "const":
+        return []
+    return _regs_of(expr[1]) + _regs_of(expr[2])
+
+
+class _Env:
+    """Symbolic register state: affine i64 values (None: unknown)."""
+
+    def __init__(self, builder: _NestBuilder):
+        self.builder = builder
+        self.values: dict[int, Affine | None] = {}
+        self.clobbered: set[int] = set()
+
+    def fork(self) -> "_Env":
+        e = _Env(self.builder)
+        e.values = dict(self.values)
+        e.clobbered = set(self.clobbered)
+        return e
+
+    def forget(self, slots) -> None:
+        for s in slots:
+            self.values.pop(s, None)
+            self.clobbered.add(s)
 
     def read_i64(self, reg: int) -> Affine | None:
         if reg in self.values:
             return self.values[reg]
         if reg in self.clobbered or reg + 1 in self.clobbered:
             return None
-        if reg == self.iv:
-            return Affine(ONE, ZERO)
-        if reg in self.written or reg + 1 in self.written:
-            return None  # carried from the previous iteration: not affine in iv
-        return Affine(ZERO, ("reg", "i64", reg))
+        if reg in self.builder.written or reg + 1 in self.builder.written:
+            return None  # written in the nest but not yet in this iteration
+        return Affine.const(("reg", "i64", reg))
 
     def _set(self, reg: int, value: Affine | None) -> None:
         self.values[reg] = value
         self.clobbered.discard(reg)
         self.clobbered.discard(reg + 1)
-        self.values.pop(reg - 1, None)  # an i64 value overlapping from below is gone
+        self.values.pop(reg - 1, None)
         self.values.pop(reg + 1, None)
 
     def _clobber(self, slot: int) -> None:
@@ -269,33 +405,48 @@ class _BodyEvaluator:
         self.values.pop(slot, None)
         self.values.pop(slot - 1, None)
 
+    def remap(self, pairs) -> None:
+        """Branch remaps, in order; an aligned (lo, hi) pair of copies moves one i64."""
+        i = 0
+        while i < len(pairs):
+            src, dst = pairs[i]
+            if src.is_ref or dst.is_ref:
+                i += 1
+                continue
+            if (i + 1 < len(pairs) and src.index % 2 == 0 and dst.index % 2 == 0
+                    and pairs[i + 1][0].index == src.index + 1 and pairs[i + 1][1].index == dst.index + 1
+                    and not pairs[i + 1][0].is_ref and not pairs[i + 1][1].is_ref):
+                self._set(dst.index, self.read_i64(src.index))
+                i += 2
+                continue
+            self._clobber(dst.index)
+            i += 1
+
     def execute(self, ins) -> None:
         name = ins.op.name
         get = self.read_i64
         value: Affine | None = None
         handled = True
         if name == "const.i64":
-            value = Affine(ZERO, ("const", ins["value"]))
+            value = Affine.const(("const", ins["value"]))
         elif name == "const.i64.zero":
-            value = Affine(ZERO, ZERO)
+            value = Affine.const(ZERO)
         elif name in ("add.i64", "sub.i64"):
             x, y = get(ins["left"].index), get(ins["right"].index)
             if x is not None and y is not None:
-                f = _add if name == "add.i64" else _sub
-                value = Affine(f(x.a, y.a), f(x.b, y.b))
+                value = x.combine(y, _add if name == "add.i64" else _sub)
         elif name == "mul.i64":
             value = _affine_mul(get(ins["left"].index), get(ins["right"].index))
         elif name == "fma.i64":
             p = _affine_mul(get(ins["first"].index), get(ins["second"].index))
             c = get(ins["third"].index)
             if p is not None and c is not None:
-                value = Affine(_add(p.a, c.a), _add(p.b, c.b))
+                value = p.combine(c, _add)
         else:
             handled = False
         if handled:
             self._set(ins["result"].index, value)
             return
-        # Anything else: forget what it writes.
         for f, v in zip(ins.op.fields, ins.args):
             if f.kind == isa.REG and f.out and f.bank != "ref":
                 if f.bank in ("i64", "f64"):
@@ -308,18 +459,12 @@ class _BodyEvaluator:
                         self._clobber(r.index)
                         self._clobber(r.index + 1)
 
-    def iv_consistent(self, step) -> bool:
-        """After the body, the iv register must hold iv + step (and nothing else wrote it)."""
-        return self.values.get(self.iv) == Affine(ONE, step) and self.iv + 1 not in self.clobbered
-
 
 def _affine_mul(x: Affine | None, y: Affine | None) -> Affine | None:
     if x is None or y is None:
         return None
     if x.invariant:
-        return Affine(_mul(x.b, y.a), _mul(x.b, y.b))
+        return y.scale(x.b)
     if y.invariant:
-        return Affine(_mul(y.b, x.a), _mul(y.b, x.b))
+        return x.scale(y.b)
     return None
-
-
