@@ -23,7 +23,7 @@ CASES = [
     (body("  %i1 = vm.add.i32 %i0"), 3, 23, "expected ','"),
     (body("  %i1 = vm.add.i32 %i0, %i0 %i0"), 3, 29, "unexpected '%i0' after the operands of vm.add.i32"),
     (body("  vm.br ^nowhere(%i0->%i1)"), 3, 9, "unknown block label ^nowhere in @f"),
-    (body("  %i1 = vm.call @nope(%i0)", "  vm.return %i1"), 3, 18, "unknown function @nope"),
+    (body("  %i1 = vm.call @nope(%i0)", "  vm.return %i1"), 3, 17, "unknown function @nope"),
     (body("  %i1 = vm.const.i32 4294967296"), 3, 22, "4294967296 does not fit in i32"),
     (body("  %i2:4 = vm.const.i64 1"), 3, 3, "a register pair names adjacent registers (%i2:3)"),
     (body("  %i1 = vm.cmp.nz.ref %R0"), 3, 23, "cannot move its ref (write %r, not %R)"),

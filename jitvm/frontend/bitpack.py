@@ -80,7 +80,7 @@ _PLANS = {bits: _plan(bits) for bits in range(1, 9)}
 def _as_int_array(values) -> np.ndarray:
     a = np.asarray(values)
     if a.dtype == np.bool_:
-        return a.view(np.uint8) if a.flags.c_contiguous else a.astype(np.uint8)
+        return a.view(np.uint8)  # same item size: a view even when strided
     if not np.issubdtype(a.dtype, np.integer):
         raise PackError(f"pack_bits packs integers; got an array of {a.dtype}")
     return a
@@ -105,41 +105,114 @@ def _to_bytes(chunk: np.ndarray) -> np.ndarray:
     return chunk.astype(np.uint8)
 
 
+class _Packer:
+    """Packs chunks of at most `step` elements, reusing its buffers (fresh ones would page-fault)."""
+
+    def __init__(self, bits: int, step: int):
+        self.bits = bits
+        self.per, self.word_bytes = word_layout(bits)
+        self.plan = _PLANS[bits]
+        if self.word_bytes == 1 and bits != 8:
+            word = self.plan[0]
+            words = -(-step // self.per)
+            self.w = np.empty(words, word)
+            self.scratch = np.empty(words, word)
+
+    def pack(self, chunk: np.ndarray, start: int, out: np.ndarray) -> np.ndarray:
+        """Packs `chunk` into `out` (exactly packed_size(chunk.size) bytes); returns `out`."""
+        bits, per = self.bits, self.per
+        _check_range(chunk, bits, start)
+        data = _to_bytes(chunk)
+        if bits == 8:
+            np.copyto(out, data)
+            return out
+        tail = data.size % per
+        if tail:
+            data = np.concatenate([data, np.zeros(per - tail, np.uint8)])
+        if self.word_bytes == 1:
+            word, lane_mask, steps = self.plan
+            w, scratch = self.w[:data.size // per], self.scratch[:data.size // per]
+            np.bitwise_and(data.view(word), lane_mask, out=w)
+            for i, (shift, mask, _) in enumerate(steps):
+                np.right_shift(w, shift, out=scratch)
+                np.bitwise_or(w, scratch, out=w)
+                if i + 1 < len(steps):
+                    np.bitwise_and(w, mask, out=w)
+            np.copyto(out, w, casting="unsafe")  # keeps each word's low byte
+            return out
+        groups = data.reshape(-1, per)
+        mask = np.uint16((1 << bits) - 1)
+        words = np.zeros(groups.shape[0], "<u2")
+        for k in range(per):
+            words |= (groups[:, k] & mask).astype("<u2") << np.uint16(k * bits)
+        np.copyto(out, words.view(np.uint8))
+        return out
+
+
 def pack_chunk(chunk: np.ndarray, bits: int, start: int = 0) -> np.ndarray:
-    """Packs one flat chunk of integers (any length) into bytes; `start` is for messages."""
-    per, word_bytes = word_layout(bits)
-    _check_range(chunk, bits, start)
-    data = _to_bytes(chunk)
-    if bits == 8:
-        return data.copy()
-    tail = data.size % per
-    if tail:
-        data = np.concatenate([data, np.zeros(per - tail, np.uint8)])
-    if word_bytes == 1:
-        word, lane_mask, steps = _PLANS[bits]
-        w = data.view(word) & lane_mask
-        scratch = np.empty_like(w)
-        for i, (shift, mask, _) in enumerate(steps):
-            np.right_shift(w, shift, out=scratch)
-            np.bitwise_or(w, scratch, out=w)
-            if i + 1 < len(steps):
-                np.bitwise_and(w, mask, out=w)
-        return w.astype(np.uint8)
-    groups = data.reshape(-1, per)
-    mask = np.uint16((1 << bits) - 1)
-    out = np.zeros(groups.shape[0], "<u2")
-    for k in range(per):
-        out |= (groups[:, k] & mask).astype("<u2") << np.uint16(k * bits)
-    return out.view(np.uint8)
+    """Packs one flat chunk of integers (any length) into a new array; `start` is for messages."""
+    out = np.empty(packed_size(chunk.size, bits), np.uint8)
+    return _Packer(bits, chunk.size).pack(chunk, start, out)
+
+
+def _flat_pieces(a: np.ndarray, n: int):
+    """`a` in C order as flat pieces of about `n` elements, without flattening `a` whole.
+
+    A contiguous array is sliced as it is; a strided one (a broadcast, a transposed view)
+    is copied one group of rows at a time, so even a view of billions of elements costs
+    memory for one piece only.
+    """
+    if a.ndim <= 1 or a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        for start in range(0, flat.size, n):
+            yield flat[start:start + n]
+        return
+    row = int(np.prod(a.shape[1:]))
+    if row >= n:
+        for i in range(a.shape[0]):
+            yield from _flat_pieces(a[i], n)
+        return
+    rows = max(1, n // max(row, 1))
+    for i in range(0, a.shape[0], rows):
+        yield a[i:i + rows].reshape(-1)
+
+
+def _exact_chunks(pieces, step: int):
+    """Regroups pieces into chunks of exactly `step` elements (the last may be shorter)."""
+    pending: list[np.ndarray] = []
+    have = 0
+    for piece in pieces:
+        while piece.size:
+            take = min(step - have, piece.size)
+            pending.append(piece[:take])
+            have += take
+            piece = piece[take:]
+            if have == step:
+                yield pending[0] if len(pending) == 1 else np.concatenate(pending)
+                pending, have = [], 0
+    if have:
+        yield pending[0] if len(pending) == 1 else np.concatenate(pending)
+
+
+def _chunks(values, bits: int, chunk_elements: int):
+    a = _as_int_array(values)
+    per, _ = word_layout(bits)
+    step = max(per * 8, chunk_elements - chunk_elements % (per * 8))
+    return a, step, _exact_chunks(_flat_pieces(a, step), step)
 
 
 def iter_packed(values, bits: int, chunk_elements: int = CHUNK_ELEMENTS):
-    """Yields the packed bytes of `values` chunk by chunk (for streaming to a file)."""
-    a = _as_int_array(values).reshape(-1)
-    per, _ = word_layout(bits)
-    step = max(per * 8, chunk_elements - chunk_elements % (per * 8))
-    for start in range(0, a.size, step):
-        yield pack_chunk(a[start:start + step], bits, start)
+    """Yields the packed bytes of `values` (C order) chunk by chunk, for streaming to a file.
+
+    Each yielded array is reused for the next chunk: consume it before asking for more.
+    """
+    a, step, chunks = _chunks(values, bits, chunk_elements)
+    packer = _Packer(bits, step)
+    buffer = np.empty(packed_size(step, bits), np.uint8)
+    start = 0
+    for chunk in chunks:
+        yield packer.pack(chunk, start, buffer[:packed_size(chunk.size, bits)])
+        start += chunk.size
 
 
 def pack_bits(values, bits: int) -> np.ndarray:
@@ -148,12 +221,15 @@ def pack_bits(values, bits: int) -> np.ndarray:
     Values may be signed or unsigned as long as they fit `bits` bits either way; others raise
     PackError naming the first offending element.
     """
-    a = _as_int_array(values).reshape(-1)
+    a, step, chunks = _chunks(values, bits, CHUNK_ELEMENTS)
     out = np.empty(packed_size(a.size, bits), np.uint8)
-    pos = 0
-    for piece in iter_packed(a, bits):
-        out[pos:pos + piece.size] = piece
-        pos += piece.size
+    packer = _Packer(bits, step)
+    start = pos = 0
+    for chunk in chunks:
+        size = packed_size(chunk.size, bits)
+        packer.pack(chunk, start, out[pos:pos + size])
+        start += chunk.size
+        pos += size
     return out
 
 

@@ -165,7 +165,7 @@ _FUNC_NAME = re.compile(r"@?([\w.$:-]+)")
 def _read_func(cur: Cursor, ctx) -> Symbol:
     """A function name; the dump form supplies the `@` as a literal, the generic form does not."""
     cur.skip_space()
-    at = cur.pos
+    at = cur.pos - 1 if cur.pos and cur.text[cur.pos - 1] == "@" else cur.pos
     text = cur.word(_FUNC_NAME, "a function name (@name)")
     return Symbol(text.lstrip("@"), cur.where(at))
 
