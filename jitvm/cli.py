@@ -105,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_jit import add_subcommands as add_jit_subcommands
 
     add_jit_subcommands(sub)  # cache
+    from .cli_bench import add_subcommands as add_bench_subcommands
+
+    add_bench_subcommands(sub)  # benchmark
     return p
 
 

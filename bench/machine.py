@@ -1,0 +1,56 @@
+"""Facts about the machine and software a results table needs to be read correctly."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def cpu_name() -> str:
+    """Model name plus family/model and vector extensions (a VM's model name can be just "AMD EPYC")."""
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines()
+                    if ":" in line)
+    except OSError:
+        return platform.processor() or platform.machine()
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    flags = set(info.get("flags", "").split())
+    vector = " ".join(f for f in ("avx2", "fma", "avx512f") if f in flags)
+    return f"{info.get('model name', '?')}, family {info.get('cpu family', '?')} model {info.get('model', '?')}, {vector}"
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def facts() -> dict[str, str]:
+    import llvmlite.binding as llvm
+
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "jitvm")
+    return {
+        "CPU": f"{cpu_name()} ({platform.machine()})",
+        "cores": str(os.cpu_count()),
+        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "OS": platform.platform(),
+        "Python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "llvmlite / LLVM": f"{_version('llvmlite')} / {'.'.join(map(str, llvm.llvm_version_info))}",
+        "iree-base-compiler / runtime": f"{_version('iree-base-compiler')} / {_version('iree-base-runtime')}",
+        "jitvm": f"{_version('jitvm')} at {_git('rev-parse', '--short', 'HEAD')}"
+                 + (" + uncommitted changes in jitvm/" if dirty and dirty != "unknown" else ""),
+    }

@@ -1,0 +1,125 @@
+"""RESULTS.md and speedups.png from a run's results (the dict bench/run.py builds).
+
+Every ratio is a median time of IREE's interpreter (local-sync) divided by the median
+time of the configuration, both from the same run, so machine noise between runs cancels.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+REFERENCE = "interp-sync"
+TARGET_SPEEDUP = 25.0  # issue 6: JIT one thread >= 25x IREE's interpreter
+
+
+def median_s(entry: dict) -> float:
+    return statistics.median(entry["per_call_s"])
+
+
+def speedup(model: dict, key: str) -> float | None:
+    ref, cfg = model["configs"].get(REFERENCE), model["configs"].get(key)
+    if not ref or not cfg or "per_call_s" not in cfg or "per_call_s" not in ref:
+        return None
+    return median_s(ref) / median_s(cfg)
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    return f"{ms:.3g} ms" if ms < 100 else f"{ms:,.0f} ms"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|",
+            *("| " + " | ".join(r) + " |" for r in rows)]
+
+
+def _time_cell(model: dict, key: str) -> str:
+    cfg = model["configs"].get(key)
+    if not cfg:
+        return "-"
+    if "error" in cfg:
+        return "FAILED"
+    text = _ms(median_s(cfg))
+    if key != REFERENCE:
+        text += f" **{speedup(model, key):.1f}x**"
+    if not cfg.get("ok", True):
+        text += " MISMATCH"
+    return text
+
+
+def markdown(results: dict) -> str:
+    columns = results["columns"]
+    out = [f"# jitvm benchmark results", "",
+           "Median time per call (warm-up excluded) and, in bold, speed-up over IREE's VMVX interpreter "
+           "(local-sync) measured in the same run. Each configuration ran in its own process.", "",
+           "```", results["command"], "```", ""]
+    out += _table(["model", "GFLOP"] + [c["label"] for c in columns],
+                  [[m["name"], f"{m['flops'] / 1e9:.3g}"] + [_time_cell(m, c["key"]) for c in columns]
+                   for m in results["models"]])
+    out += ["", "## Output checks against IREE's interpreter (local-sync)", "",
+            "Bit-exact expected from interpreters of the same bytecode except where a model calls "
+            "transcendental functions (softmax: `exp`); llvm-cpu is another compiler, so a relative "
+            "difference (max |diff| / max |reference|) is reported.", ""]
+    others = [c for c in columns if c["key"] != REFERENCE]
+    out += _table(["model"] + [c["label"] for c in others],
+                  [[m["name"]] + [m["configs"].get(c["key"], {}).get("check", "-") for c in others]
+                   for m in results["models"]])
+    out += ["", "## jitvm load times", "",
+            "Cold: a fresh process with an empty JITVM_CACHE_DIR (every function compiled). Cached: a fresh "
+            "process reusing that cache. First call: the first call after the cached load.", ""]
+    rows = []
+    for m in results["models"]:
+        load = m.get("jit_load", {})
+        stats = load.get("stats", {})
+        rows.append([m["name"], f"{load['cold_s']:.2f} s" if "cold_s" in load else "-",
+                     f"{load['warm_s']:.3f} s" if "warm_s" in load else "-",
+                     _ms(load["first_call_s"]) if "first_call_s" in load else "-",
+                     str(stats.get("llvm_functions", "-")), str(stats.get("fallback_functions", 0))])
+    out += _table(["model", "cold load", "cached load", "first call", "functions compiled",
+                   "functions interpreted (fallback)"], rows)
+    out += ["", "## Samples", "", "Repetitions x calls per repetition behind each median.", ""]
+    out += _table(["model"] + [c["label"] for c in columns],
+                  [[m["name"]] + [f"{len(cfg['per_call_s'])} x {cfg['iterations']}" if "per_call_s" in cfg else "-"
+                                  for cfg in (m["configs"].get(c["key"], {}) for c in columns)]
+                   for m in results["models"]])
+    errors = [(m["name"], c["label"], m["configs"][c["key"]]["error"]) for m in results["models"]
+              for c in columns if "error" in m["configs"].get(c["key"], {})]
+    if errors:
+        out += ["", "## Failures", ""] + [f"- {n}, {label}: `{e}`" for n, label, e in errors]
+    out += ["", "## Machine", ""] + [f"- {k}: {v}" for k, v in results["facts"].items()]
+    out += [f"- {note}" for note in results.get("notes", [])]
+    return "\n".join(out) + "\n"
+
+
+def chart(results: dict, path: Path) -> bool:
+    """A grouped bar chart of speed-ups (log scale); False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    columns = [c for c in results["columns"] if c["key"] != REFERENCE]
+    models = results["models"]
+    fig, ax = plt.subplots(figsize=(max(8, 1.1 * len(models) + 3), 5.5))
+    width = 0.8 / len(columns)
+    for i, c in enumerate(columns):
+        values = [speedup(m, c["key"]) or 0 for m in models]
+        xs = [j + (i - (len(columns) - 1) / 2) * width for j in range(len(models))]
+        bars = ax.bar(xs, values, width, label=c["label"])
+        for x, v, bar in zip(xs, values, bars):
+            if v:
+                ax.text(x, v * 1.05, f"{v:.0f}" if v >= 10 else f"{v:.1f}", ha="center", va="bottom", fontsize=6)
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.axhline(TARGET_SPEEDUP, color="grey", linestyle="--", linewidth=0.8, label=f"{TARGET_SPEEDUP:.0f}x target")
+    ax.set_xticks(range(len(models)), [m["name"] for m in models], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel("speed-up over IREE interpreter (local-sync), log scale")
+    ax.set_title("jitvm vs IREE: median time per call, ratios within one run")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
