@@ -112,6 +112,7 @@ def test_check_reports_a_failed_expectation_with_a_diff(corpus_module, capsys):
     assert "FAIL module.vmfb::must_fail" in out
     assert "check.expect_eq failed: Expected equality of these values. Contents does not match." in out
     assert "1 of 3 elements differ; first at:\n    [2]: lhs=6 rhs=7" in out
+    assert "at module.must_fail pc " in out  # the backtrace names the failing test
 
 
 def test_demo_runs_the_bundled_cnn(capsys):

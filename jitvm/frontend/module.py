@@ -224,8 +224,15 @@ class BytecodeModule:
         return None
 
     def display_name(self, ordinal: int) -> str:
-        """A name for messages: debug name, export name, or `<module>:<ordinal>`."""
-        name = self.function_name(ordinal)
+        """A name for messages: debug name, export name, or `<module>:<ordinal>`.
+
+        Debug names are trusted only when the debug database names every function:
+        iree-compile 3.13 writes a single entry (the last function's name), which would
+        otherwise label function 0 with it.
+        """
+        name = None
+        if self.debug and len(self.debug.function_names) == len(self.functions):
+            name = self.function_name(ordinal)
         if not name and ordinal in self.export_of:
             name = self.export_of[ordinal].name
         return name or f"{self.name}:{ordinal}"
