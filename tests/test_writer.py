@@ -212,3 +212,34 @@ def test_a_failing_stream_leaves_no_file(tmp_path):
     with pytest.raises(BuildError, match=r"rodata\[0\]: element 1048575 = 100 does not fit in 4 bits"):
         b.write(path)
     assert list(tmp_path.iterdir()) == []
+
+
+SWITCH_REF = """
+vm.module @sw version 0
+vm.rodata[0] = 0A
+vm.rodata[1] = 0B
+vm.rodata[2] = 0C
+vm.export @pick
+vm.func @pick(%i0: i32) -> (i32) {
+  %r0 = vm.const.ref.rodata 0
+  %r1 = vm.const.ref.rodata 1
+  %r2 = vm.const.ref.rodata 2
+  %r3 = vm.switch.ref %i0[%r0, %r1] else %r2 -> !vm.buffer
+  %i2:3 = vm.const.i64.zero
+  %i1 = vm.buffer.load.i8.u %r3, %i2:3
+  vm.return %i1
+}
+"""
+
+
+@pytest.mark.parametrize("call", [iree_call, jitvm_call], ids=["iree", "jitvm"])
+def test_switch_ref_carries_its_type_through_the_text(tmp_path, call):
+    """switch.ref encodes a type the dump form must show for the line to reassemble."""
+    from jitvm.frontend import assemble
+
+    path = tmp_path / "sw.vmfb"
+    path.write_bytes(assemble(SWITCH_REF))
+    text = dump_text(load_module(path), summary=False)
+    assert "%r3 = vm.switch.ref %i0[%r0, %r1] else %r2 -> !vm.buffer" in text
+    assert dump_text(load_module(assemble(text)), summary=False) == text
+    assert [call(path, "pick", i)[0] for i in (0, 1, 2, -1)] == [0x0A, 0x0B, 0x0C, 0x0C]

@@ -269,10 +269,12 @@ def _core_table():
             "{result} = {mnemonic} {condition} ? {true_value} : {false_value} -> {type_def}")),
         (0x1F, "switch.i32", "switch", "i32", _switch),
         (0x20, "switch.i64", "switch", "i64", _switch),
+        # iree-dump-module skips switch.ref's type operand when decoding (so misprints the
+        # rest); jitvm prints it, as select.ref does, so the line says everything it encodes.
         (0x21, "switch.ref", "switch", "ref", _fixed(
             (_r("index", "i32"), Field("type_def", TYPE), _r("default_value", "ref", False, True),
              Field("values", REGS, "ref"), _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {index}[{values}] else {default_value}")),
+            "{result} = {mnemonic} {index}[{values}] else {default_value} -> {type_def}")),
     ]
     arith = ["add", "sub", "mul", "div.{t}.s", "div.{t}.u", "rem.{t}.s", "rem.{t}.u", "fma"]
     for base, ty in ((0x22, "i32"), (0x2A, "i64")):
