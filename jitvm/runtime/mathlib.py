@@ -18,10 +18,11 @@ _C = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "i64
 FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {}
 for _suffix, _t in (("f", "f32"), ("", "f64")):
     for _name in ("atan", "cos", "sin", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2",
-                  "tanh", "erf", "round"):
+                  "tanh", "erf", "round", "ceil", "floor", "sqrt"):
         FUNCTIONS[_name + _suffix] = (_t, (_t,))
-    for _name in ("atan2", "pow", "remainder"):
+    for _name in ("atan2", "pow", "remainder", "fmod"):
         FUNCTIONS[_name + _suffix] = (_t, (_t, _t))
+    FUNCTIONS["fma" + _suffix] = (_t, (_t, _t, _t))
     FUNCTIONS["lround" + _suffix] = ("long", (_t,))
     FUNCTIONS["llround" + _suffix] = ("llong", (_t,))
 

@@ -1,0 +1,102 @@
+"""Calls from interpreted code to imports, one adapter per call site.
+
+An adapter takes the raw values the call site passes (refs as owned references) and
+returns raw results (refs owned by the caller): one value for a single result, a tuple
+for several, None for none. Imports that are interpreted functions of another bytecode
+instance are called directly with the caller's stack; anything else (native modules
+written in Python, JIT-compiled functions) through `Function.call` with Python values,
+variadic spans as lists of tuples.
+"""
+
+from __future__ import annotations
+
+from ..errors import STATUS_CODES, Error, Trap
+from ..frontend.cconv import Span
+from ..runtime import nativelib, traps
+from . import values
+
+_release = nativelib.fn.jv_release
+
+
+def _release_refs(codes, args) -> None:
+    for code, raw in zip(codes, args):
+        if code == "r" and raw:
+            _release(raw)
+
+
+def unresolved(site):
+    """The adapter of a call to an optional import no module provides."""
+    codes = site.arg_codes
+
+    def call(stk, *args):
+        _release_refs(codes, args)
+        raise traps.make_trap(traps.UNRESOLVED_IMPORT, message=site.name)
+    return call
+
+
+def _group(site, segments, flat: list) -> list:
+    """Flat argument values grouped per calling-convention position (spans as tuples)."""
+    if not site.cconv.is_variadic:
+        return flat
+    out, i = [], 0
+    for spec, size in zip(site.cconv.args, segments):
+        if isinstance(spec, Span):
+            n = len(spec.codes)
+            out.append([tuple(flat[i + k * n:i + (k + 1) * n]) for k in range(size)])
+            i += n * size
+        else:
+            out.append(flat[i])
+            i += 1
+    return out
+
+
+def _result_raw(site, k: int, code: str, value) -> int:
+    try:
+        raw = values.to_raw(code, value, f"result {k} of {site.name}")
+    except Error as e:
+        raise Trap(STATUS_CODES["INTERNAL"], str(e)) from None
+    if code == "r" and raw:
+        nativelib.fn.jv_retain(raw)
+    return raw
+
+
+def through_python(site, fn, segments):
+    """The adapter of an import called with Python values (`fn.call`)."""
+    arg_codes = site.arg_codes
+    result_codes = site.result_codes
+    n = len(result_codes)
+
+    def call(stk, *args):
+        py = [values.to_python(code, raw) for code, raw in zip(arg_codes, args)]
+        try:
+            out = fn.call(_group(site, segments, py))
+        except Error:
+            raise
+        except Exception as e:  # noqa: BLE001 - a native module's Python failure becomes a trap
+            raise Trap(STATUS_CODES["INTERNAL"], f"{type(e).__name__}: {e}") from e
+        finally:
+            del py
+        if n == 0:
+            return None
+        if len(out) != n:
+            raise Trap(STATUS_CODES["INTERNAL"], f"{site.name} returned {len(out)} results, expected {n}")
+        if n == 1:
+            return _result_raw(site, 0, result_codes[0], out[0])
+        return tuple(_result_raw(site, k, c, v) for k, (c, v) in enumerate(zip(result_codes, out)))
+    return call
+
+
+def adapter(site, fn, segments, interpreted_target):
+    """The adapter for `site` calling `fn` (None: unresolved).
+
+    `interpreted_target(fn)` returns the raw interpreted function behind `fn` when there is
+    one (same calling convention, no marshalling needed), else None.
+    """
+    if fn is None:
+        return unresolved(site)
+    if not site.cconv.is_variadic:
+        direct = interpreted_target(fn)
+        if direct is not None:
+            return direct
+    return through_python(site, fn, segments)
+
