@@ -233,6 +233,28 @@ def pack_bits(values, bits: int) -> np.ndarray:
     return out
 
 
+def _unpack_words(data: np.ndarray, bits: int, out: np.ndarray, scratch) -> None:
+    """Expands whole words of `data` into `out` (len(data) // word_bytes * per elements)."""
+    per, word_bytes = word_layout(bits)
+    if bits == 8:
+        np.copyto(out, data)
+    elif word_bytes == 1:
+        word, _, steps = _PLANS[bits]
+        w, tmp = scratch[0][:data.size], scratch[1][:data.size]
+        np.copyto(w, data)
+        for shift, _, split_mask in reversed(steps):
+            np.left_shift(w, shift, out=tmp)
+            np.bitwise_or(w, tmp, out=w)
+            np.bitwise_and(w, split_mask, out=w)
+        np.copyto(out, w.view(np.uint8))
+    else:
+        words = data.view("<u2")
+        mask = np.uint16((1 << bits) - 1)
+        grid = out.reshape(-1, per)
+        for k in range(per):
+            np.copyto(grid[:, k], (words >> np.uint16(k * bits)) & mask, casting="unsafe")
+
+
 def unpack_bits(packed, bits: int, count: int, signed: bool = False) -> np.ndarray:
     """The inverse of pack_bits: `count` elements as int8 (signed) or uint8 (unsigned)."""
     per, word_bytes = word_layout(bits)
@@ -241,26 +263,19 @@ def unpack_bits(packed, bits: int, count: int, signed: bool = False) -> np.ndarr
     need = packed_size(max(count, 0), bits)
     if count < 0 or need > data.size:
         raise PackError(f"{count} elements of {bits} bits need {need} bytes; {data.size} given")
-    data = data[:need]
-    if bits == 8:
-        out = data.copy()
-    elif word_bytes == 1:
-        word, lane_mask, steps = _PLANS[bits]
-        w = data.astype(word)
-        scratch = np.empty_like(w)
-        for shift, _, split_mask in reversed(steps):
-            np.left_shift(w, shift, out=scratch)
-            np.bitwise_or(w, scratch, out=w)
-            np.bitwise_and(w, split_mask, out=w)
-        out = w.view(np.uint8)[:count]
-    else:
-        words = data.view("<u2")
-        mask = np.uint16((1 << bits) - 1)
-        out = np.empty((words.size, per), np.uint8)
-        for k in range(per):
-            out[:, k] = (words >> np.uint16(k * bits)) & mask
-        out = out.reshape(-1)[:count]
-    if not signed:
-        return np.ascontiguousarray(out)
-    shift = 8 - bits
-    return ((out << np.uint8(shift)).view(np.int8) >> np.int8(shift)).astype(np.int8)
+    words = need // word_bytes
+    out = np.empty(words * per, np.uint8)
+    step = max(1, CHUNK_ELEMENTS // per)  # words per chunk
+    plan = _PLANS[bits]
+    scratch = (np.empty(step, plan[0]), np.empty(step, plan[0])) if plan is not None else None
+    for w0 in range(0, words, step):
+        w1 = min(words, w0 + step)
+        _unpack_words(data[w0 * word_bytes:w1 * word_bytes], bits, out[w0 * per:w1 * per], scratch)
+    out = out[:count]
+    if signed and bits < 8:
+        shift = np.uint8(8 - bits)
+        np.left_shift(out, shift, out=out)
+        out = out.view(np.int8)
+        np.right_shift(out, np.int8(8 - bits), out=out)
+        return out
+    return out.view(np.int8) if signed else out
