@@ -8,7 +8,6 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def cpu_name() -> str:
@@ -31,9 +30,9 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def _git(*args: str) -> str:
+def _git(repo: Path, *args: str) -> str:
     try:
-        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -41,7 +40,10 @@ def _git(*args: str) -> str:
 def facts() -> dict[str, str]:
     import llvmlite.binding as llvm
 
-    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "jitvm")
+    import jitvm
+
+    tree = Path(jitvm.__file__).resolve().parent.parent  # the jitvm the worker processes import too
+    dirty = _git(tree, "status", "--porcelain", "--untracked-files=no", "--", "jitvm")
     return {
         "CPU": f"{cpu_name()} ({platform.machine()})",
         "cores": str(os.cpu_count()),
@@ -51,6 +53,6 @@ def facts() -> dict[str, str]:
         "numpy": _version("numpy"),
         "llvmlite / LLVM": f"{_version('llvmlite')} / {'.'.join(map(str, llvm.llvm_version_info))}",
         "iree-base-compiler / runtime": f"{_version('iree-base-compiler')} / {_version('iree-base-runtime')}",
-        "jitvm": f"{_version('jitvm')} at {_git('rev-parse', '--short', 'HEAD')}"
+        "jitvm": f"{_version('jitvm')}, {tree} at commit {_git(tree, 'rev-parse', '--short', 'HEAD')}"
                  + (" + uncommitted changes in jitvm/" if dirty and dirty != "unknown" else ""),
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -82,9 +83,16 @@ def run_job(job: dict, env_extra: dict, timeout: float) -> dict:
         return {"error": f"timed out after {timeout:.0f} s"}
     lines = done.stdout.strip().splitlines()
     if done.returncode or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"exit {done.returncode}: {tail}"}
+        return {"error": f"exit {done.returncode}: {_exception_text(done.stderr)}"}
     return json.loads(lines[-1])
+
+
+def _exception_text(stderr: str, limit: int = 600) -> str:
+    """The exception a worker died of: from its `Type: message` line to the end (messages span lines)."""
+    lines = stderr.strip().splitlines() or ["no output"]
+    starts = [i for i, line in enumerate(lines) if re.match(r"^[\w.]+(Error|Exception|Trap)\b.*:", line)]
+    text = " / ".join(line.strip() for line in lines[starts[-1] if starts else -1:])
+    return text if len(text) <= limit else text[:limit] + " ..."
 
 
 def run_model(spec: ModelSpec, args, work: Path) -> dict:
