@@ -113,9 +113,9 @@ def _read_float(cur: Cursor, bank: str) -> float:
         value = float.fromhex(lower)
     else:
         value = float(lower)
-    if bank == "f32" and not math.isinf(value) and not math.isnan(value):
+    if bank == "f32":  # the value the bytecode will hold: rounded to f32
         try:
-            struct.pack("<f", value)
+            value = struct.unpack("<f", struct.pack("<f", value))[0]
         except OverflowError:
             cur.fail(f"{text} is out of range for f32", at)
     return value
