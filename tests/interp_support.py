@@ -36,14 +36,14 @@ def instantiate(path, backend=None, context=None):
 
 
 def program(stem: str) -> CorpusModule:
-    """One of tests/interp_programs/<stem>.vmasm, assembled (cached by content)."""
+    """tests/interp_programs/<stem>.vmasm (stem may name a subdirectory), assembled and cached."""
     source = PROGRAMS_DIR / f"{stem}.vmasm"
     text = source.read_text()
     d = parse_directives(text, "vmasm")
     key = hashlib.sha256(text.encode()).hexdigest()[:20]
     out_dir = cache_dir_default() / "interp-programs"
     out_dir.mkdir(parents=True, exist_ok=True)
-    vmfb = out_dir / f"{stem}-{key}.vmfb"
+    vmfb = out_dir / f"{stem.replace('/', '__')}-{key}.vmfb"
     if not vmfb.is_file():
         tmp = vmfb.with_suffix(".tmp")
         subprocess.run([require_tool("iree-as-module"), f"--output={tmp}", str(source)], check=True,

@@ -38,6 +38,12 @@ class InterpreterBackend:
     def prepare(self, loaded: LoadedModule) -> "InterpExecutable":
         return InterpExecutable(loaded, self.count_instructions)
 
+    def dispatch_runner(self):
+        """The HAL's runner for interpreted VMVX executables (see dispatch.py)."""
+        from .dispatch import InterpDispatchRunner
+
+        return InterpDispatchRunner()
+
 
 class _Bound:
     """One instance's functions (raw calling convention) and native trampolines."""
