@@ -83,10 +83,16 @@ class Emitter:
         self.shadow = {}
         self._slots: dict[int, ir.Value] = {}
         self._ref_slots: dict[int, ir.Value] = {}
+        self.copy: int | None = None  # jammed copy being lowered (None: the real registers)
+        self.renamed: frozenset[int] = frozenset()
+        self._copy_files: dict[int, ir.Value] = {}
+        self._copy_slots: dict[tuple[int, int], ir.Value] = {}
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
         self.unwind = fn.append_basic_block("unwind")
         self.block_override: dict[int, ir.Block] = {}  # while lowering a loop copy
         self.unchecked: frozenset[int] = frozenset()  # accesses proven in range by a guard
+        self.alias: dict = {}  # (buffer register, jammed copy) -> (scope, noalias) metadata
+        self.jam_copy = None  # which jammed copy is being lowered (None: the remainder loop)
         self._depth_ptr = None
 
     # --- registers ------------------------------------------------------------------------------
@@ -98,11 +104,29 @@ class Emitter:
         return b
 
     def slot(self, index: int):
-        """Address of i32 register slot `index` (one GEP per register, in the entry block)."""
+        """Address of i32 register slot `index` (one GEP per register, in the entry block).
+
+        While a jammed copy is lowered, registers its region writes live in the copy's own file.
+        """
+        if self.copy is not None and index in self.renamed:
+            return self._copy_slot(self.copy, index)
         p = self._slots.get(index)
         if p is None:
             p = self._slots[index] = self._entry_builder().gep(self.i32file, [const(I64, index)],
                                                                source_etype=I32, inbounds=True)
+        return p
+
+    def _copy_slot(self, copy: int, index: int):
+        key = (copy, index)
+        p = self._copy_slots.get(key)
+        if p is None:
+            file = self._copy_files.get(copy)
+            if file is None:
+                b = ir.IRBuilder(self.entry)
+                b.position_at_start(self.entry)
+                file = self._copy_files[copy] = opaque_alloca(b, ir.ArrayType(I32, self.n32), f"i32regs_copy{copy}")
+            p = self._copy_slots[key] = self._entry_builder().gep(file, [const(I64, index)], source_etype=I32,
+                                                                  inbounds=True)
         return p
 
     def ref_slot(self, index: int):
@@ -321,12 +345,9 @@ class Emitter:
         index = self.vf.block_of_pc[pc]
         return self.block_override.get(index, self.blocks[index])
 
-    def _lower_block(self, index: int, llvm_block: ir.Block) -> None:
-        b = self.b
+    def lower_instructions(self, indices) -> None:
         vf = self.vf
-        block = vf.blocks[index]
-        b.position_at_end(llvm_block)
-        for i in range(block.first, block.last + 1):
+        for i in indices:
             ins = vf.instructions[i]
             self.pc = ins.pc
             self.index = i
@@ -334,25 +355,58 @@ class Emitter:
             if handler is None:
                 raise LoweringError(ins.op.name, "no lowering registered")
             handler(self, ins)
+
+    def _lower_block(self, index: int, llvm_block: ir.Block) -> None:
+        b = self.b
+        vf = self.vf
+        block = vf.blocks[index]
+        b.position_at_end(llvm_block)
+        self.lower_instructions(range(block.first, block.last + 1))
         if not b.block.is_terminated:
             raise LoweringError(vf.instructions[block.last].op.name, "block does not end in a terminator")
 
     def _lower_versioned(self, nest) -> None:
-        """The nest twice: checked, and free of its accesses' checks, chosen by a guard."""
+        """The nest twice: checked, and free of its accesses' checks, chosen by a guard.
+
+        In the unchecked copy a parallel loop around a reduction may run jammed (lower.jam).
+        """
+        from . import jam
+        from .guard import all_iterations_in_range
+
         fn = self.fn
+        plan = jam.plan(self.vf, nest) if self.mod.jam_loops else None
         entries = {}
         for name, unchecked in (("checked", frozenset()), ("fast", frozenset(a.index for a in nest.accesses))):
             self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
             entries[name] = self.block_override[nest.root.header]
             self.unchecked = unchecked
+            jammed = plan is not None and name == "fast"
+            if jammed:
+                rem_header = self.block_override[plan.loop.header]
+                jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
+                self.block_override[plan.loop.header] = jam_header  # P is entered jammed
             for i in nest.blocks:
+                if jammed and i in plan.region:
+                    continue
                 self._lower_block(i, self.block_override[i])
+            if jammed:
+                # The guard proved the stored buffers apart from the others: say so to LLVM.
+                # Different iterations of P store to different elements, so each jammed
+                # copy's stores get a scope of their own.
+                keys = [(r, k) for r in plan.stored for k in (*range(plan.factor), None)]
+                keys += [(r, None) for r in plan.others]
+                self.alias = self.mod.module.alias_scopes(keys)
+                self.block_override[plan.loop.header] = rem_header  # the remainder loops back to itself
+                for i in plan.region:
+                    self._lower_block(i, self.block_override[i])
+                jam.emit(self, plan, jam_header, rem_header)
+                self.alias = {}
         self.block_override, self.unchecked = {}, frozenset()
         self.b.position_at_end(self.blocks[nest.root.header])
         self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
-        from .guard import all_iterations_in_range
-
         ok = all_iterations_in_range(self, nest)
+        if plan is not None:
+            ok = self.b.and_(ok, jam.buffers_disjoint(self, plan))
         self.b.cbranch(ok, entries["fast"], entries["checked"])
 
     def _call_slot_demand(self) -> tuple[int, int]:

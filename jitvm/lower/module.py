@@ -53,9 +53,10 @@ class LoweredModule:
 
 class ModuleLowering:
     def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = "",
-                 version_loops: bool = True):
+                 version_loops: bool = True, jam_loops: bool = True):
         self.verified = verified
         self.version_loops = version_loops
+        self.jam_loops = jam_loops
         self.key = key
         self.module = ir.Module(name=f"jitvm.{verified.name}")
         if triple:

@@ -145,12 +145,21 @@ _FILLS = {"buffer.fill.i8": "i8", "buffer.fill.i16": "i16", "buffer.fill.i32": "
           "buffer.fill.i64": "i64", "buffer.fill.f32": "f32", "buffer.fill.f64": "f64"}
 
 
+def _scoped(e, instr, reg) -> None:
+    """Alias-scope metadata for accesses the guard proved to disjoint buffers."""
+    md = e.alias.get((reg.index, e.jam_copy)) or e.alias.get((reg.index, None))
+    if md is not None and e.index in e.unchecked:
+        instr.set_metadata("alias.scope", md[0])
+        instr.set_metadata("noalias", md[1])
+
+
 def _load(mem: str, ext: str | None):
     def lower(e, ins):
         buf = BufferView(e, ins["source_buffer"], "source_buffer")
         ptr = buf.element_ptr(e, e.i64(ins["source_offset"]), _WIDTH[mem])
         v = e.b.load(ptr, typ=_IR[mem])
         v.align = 1
+        _scoped(e, v, ins["source_buffer"])
         if ext:
             v = getattr(e.b, ext)(v, I32)
         e.set(ins["result"], v, ins.op.type)
@@ -167,6 +176,7 @@ def _store(mem: str):
             v = e.b.trunc(v, _IR[mem])
         st = e.b.store(v, ptr)
         st.align = 1
+        _scoped(e, st, ins["target_buffer"])
     return lower
 
 

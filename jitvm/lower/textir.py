@@ -189,7 +189,7 @@ class Instruction(Value):
         self.extra = None
 
     def set_metadata(self, name: str, node) -> None:
-        self.metadata = (name, node)
+        self.metadata = (self.metadata or ()) + ((name, node),)
 
     def set_weights(self, weights) -> None:
         self.weights = weights
@@ -199,7 +199,7 @@ class Instruction(Value):
         if self.align is not None:
             text += f", align {self.align}"
         if self.metadata is not None:
-            text += f", !{self.metadata[0]} {self.metadata[1]}"
+            text += "".join(f", !{name} {node}" for name, node in self.metadata)
         if self.weights is not None:
             text += f", !prof {self.block.function.module.weights_node(self.weights)}"
         return f"{self.ref} = {text}" if self.ref else text
@@ -360,6 +360,24 @@ class Module:
             self._metadata.append("!{}")
         return self._empty_md
 
+    def alias_scopes(self, names) -> dict[str, tuple[str, str]]:
+        """One alias scope per name in a fresh domain: name -> (!alias.scope list, !noalias list)."""
+        domain = len(self._metadata)
+        self._metadata.append(f'distinct !{{!{domain}, !"jitvm.buffers.{domain}"}}')
+        scopes = {}
+        for name in names:
+            i = len(self._metadata)
+            self._metadata.append(f"distinct !{{!{i}, !{domain}}}")
+            scopes[name] = f"!{i}"
+        out = {}
+        for name in names:
+            own = len(self._metadata)
+            self._metadata.append(f"!{{{scopes[name]}}}")
+            others = len(self._metadata)
+            self._metadata.append("!{" + ", ".join(v for k, v in scopes.items() if k != name) + "}")
+            out[name] = (f"!{own}", f"!{others}")
+        return out
+
     def weights_node(self, weights) -> str:
         key = tuple(weights)
         node = self._weights.get(key)
@@ -490,6 +508,7 @@ class IRBuilder:
     def uitofp(self, v, t, name=""): return self._cast("uitofp", v, t)
     def fptosi(self, v, t, name=""): return self._cast("fptosi", v, t)
     def fptoui(self, v, t, name=""): return self._cast("fptoui", v, t)
+    def ptrtoint(self, v, t, name=""): return self._cast("ptrtoint", v, t)
 
     def _overflow(self, op, a, b):
         t = a.type
