@@ -26,7 +26,7 @@ def resolve_path(text: str) -> str:
 
 
 def cmd_dump(args) -> int:
-    from .frontend.dump import dump_json, dump_text
+    from .frontend.dump import dump_json, iter_dump_text
     from .frontend.module import load_module
 
     m = load_module(resolve_path(args.file))
@@ -38,7 +38,8 @@ def cmd_dump(args) -> int:
     if args.json:
         print(dump_json(m, args.function))
     else:
-        print(dump_text(m, args.function, summary=not args.no_summary))
+        for piece in iter_dump_text(m, args.function, summary=not args.no_summary):
+            sys.stdout.write(piece)
     return 0
 
 

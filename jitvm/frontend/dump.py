@@ -12,7 +12,7 @@ from .cconv import Span
 from .decode import decode_function
 from .disasm import Names, instruction_lines
 from .module import BytecodeModule, feature_names
-from .vmasm import ModuleText
+from .vmasm import ModuleText, iter_module_text
 
 _CODE_TYPE = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "!vm.ref<?>"}
 
@@ -87,18 +87,19 @@ def find_function(m: BytecodeModule, name_or_ordinal: str) -> int:
                 f"{', '.join(e.name for e in m.exports) or 'none'}")
 
 
+def iter_dump_text(m: BytecodeModule, function: str | None = None, summary: bool = True):
+    """dump_text in pieces, so a module with GiBs of rodata prints without building one string."""
+    if function is not None:
+        yield "\n".join(ModuleText(m).function_lines(find_function(m, function)) + [""])
+        return
+    leading = [f"// {line}" if line else "" for line in summary_lines(m)] if summary else []
+    yield from iter_module_text(m, leading)
+
+
 def dump_text(m: BytecodeModule, function: str | None = None, summary: bool = True) -> str:
     """Summary (as comments) and assembly; with `function`, just that function."""
-    lines: list[str] = []
-    text = ModuleText(m)
-    if function is not None:
-        return "\n".join(text.function_lines(find_function(m, function)) + [""])
-    if summary:
-        lines += [f"// {line}" if line else "" for line in summary_lines(m)]
-    lines += text.module_lines() + [""]
-    for i in range(len(m.functions)):
-        lines += text.function_lines(i) + [""]
-    return "\n".join(lines)
+    text = "".join(iter_dump_text(m, function, summary))
+    return text if function is not None else text[:-1]
 
 
 def dump_json(m: BytecodeModule, function: str | None = None) -> str:

@@ -125,7 +125,7 @@ class ModuleText:
             attrs = [("iree.reflection", Attrs(imp.signature.attrs))] if imp.signature.attrs else []
             lines.append(f"vm.import {'optional ' if imp.optional else ''}@{imp.name} cconv "
                          f"{format_string(imp.signature.cconv.text)}{_attributes(attrs)}")
-        lines += [f"vm.rodata[{r.ordinal}] = {bytes(r.data).hex().upper()}" for r in m.rodata]
+        lines += [RodataLine(r) for r in m.rodata]
         if not self.exports_attached():
             lines += [self.export_line(e) for e in m.exports]
         return lines
@@ -166,6 +166,38 @@ class ModuleText:
         return lines
 
 
+class RodataLine(str):
+    """`vm.rodata[N] = HEX`, rendered lazily: `pieces()` streams a segment of any size."""
+
+    CHUNK = 1 << 20
+
+    def __new__(cls, segment):
+        head = f"vm.rodata[{segment.ordinal}] = "
+        self = super().__new__(cls, head if segment.length > cls.CHUNK else head + bytes(segment.data).hex().upper())
+        self.segment = segment
+        self.head = head
+        return self
+
+    def pieces(self):
+        if self.segment.length <= self.CHUNK:
+            yield str(self)
+            return
+        yield self.head
+        data = self.segment.data
+        for start in range(0, len(data), self.CHUNK):
+            yield bytes(data[start:start + self.CHUNK]).hex().upper()
+
+
+def iter_lines_text(lines):
+    """Pieces of `lines` joined by newlines, streaming rodata lines."""
+    for line in lines:
+        if isinstance(line, RodataLine):
+            yield from line.pieces()
+        else:
+            yield line
+        yield "\n"
+
+
 def _trim(names: list) -> list:
     names = list(names)
     while names and names[-1] is None:
@@ -173,10 +205,14 @@ def _trim(names: list) -> list:
     return names
 
 
+def iter_module_text(m: BytecodeModule, leading=()):
+    """The module as assembly in pieces (rodata streamed), after `leading` lines."""
+    t = ModuleText(m)
+    yield from iter_lines_text(list(leading) + t.module_lines() + [""])
+    for i in range(len(m.functions)):
+        yield from iter_lines_text(t.function_lines(i) + [""])
+
+
 def module_text(m: BytecodeModule) -> str:
     """The whole module as assembly `jitvm asm` reads back to an equivalent module."""
-    t = ModuleText(m)
-    lines = t.module_lines() + [""]
-    for i in range(len(m.functions)):
-        lines += t.function_lines(i) + [""]
-    return "\n".join(lines)
+    return "".join(iter_module_text(m))[:-1]
