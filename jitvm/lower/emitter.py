@@ -378,13 +378,13 @@ class Emitter:
         entries = {}
         for name, unchecked in (("checked", frozenset()), ("fast", frozenset(a.index for a in nest.accesses))):
             self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
-            entries[name] = self.block_override[nest.root.header]
             self.unchecked = unchecked
             jammed = plan is not None and name == "fast"
             if jammed:
                 rem_header = self.block_override[plan.loop.header]
                 jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
                 self.block_override[plan.loop.header] = jam_header  # P is entered jammed
+            entries[name] = self.block_override[nest.root.header]
             for i in nest.blocks:
                 if jammed and i in plan.region:
                     continue
