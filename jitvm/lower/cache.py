@@ -34,10 +34,12 @@ def cache_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def _sources_digest() -> str:
-    """A digest of the code that decides what gets compiled (lowering and object layout)."""
+    """A digest of the code that decides what gets compiled: the lowering and the runtime's
+    object layout and native helpers (runtime/*.py; the native modules in runtime/native do
+    not shape compiled code)."""
     root = Path(__file__).resolve().parent.parent
     h = hashlib.sha256()
-    for sub in ("lower", "runtime"):
+    for sub in ("lower", "runtime", "frontend", "verify"):
         for path in sorted((root / sub).glob("*.py")):
             h.update(path.name.encode())
             h.update(path.read_bytes())
