@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from . import isa
 from .cconv import VALUE_CODES
-from .decode import Instruction, Reg, decode_function
+from .decode import Instruction, Reg
 
 IMPORT_BIT = 0x80000000
 

@@ -19,14 +19,14 @@ import numpy as np
 from ..errors import Error
 from . import derive, isa, schema
 from .archive import SEGMENT_ALIGNMENT
-from .archive_writer import Entry, align, plan_entries, write_archive
+from .archive_writer import align, plan_entries, write_archive
 from .bitpack import iter_packed, packed_size, word_layout
-from .cconv import make_cconv, parse_cconv
+from .cconv import parse_cconv
 from .decode import Instruction
 from .disasm import IMPORT_BIT
 from .encode import EncodeError, encode_function, instruction_pcs
 from .flatbuild import Aligned, build as build_flatbuffer
-from .module import FEATURE_BITS, SUPPORTED_BYTECODE_MAJOR, SUPPORTED_BYTECODE_MINOR
+from .module import SUPPORTED_BYTECODE_MAJOR, SUPPORTED_BYTECODE_MINOR
 
 EMBEDDED_ALIGNMENT = 16  # iree-compile's default for constants inside the FlatBuffer
 MAX_EMBEDDED = 4096  # larger constants go after the FlatBuffer, as iree-compile does
@@ -124,6 +124,22 @@ class GlobalDef:
     @property
     def size(self) -> int:
         return VALUE_GLOBAL_SIZES.get(self.type, 0)
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A function or global named by an operand, resolved when the module is built."""
+
+    name: str
+    where: object = None  # asm.source.Where, for messages
+
+
+@dataclass(frozen=True)
+class Label:
+    """A block label (`^bb3`) used as a branch target, resolved to a pc when encoding."""
+
+    name: str
+    where: object = None
 
 
 @dataclass
@@ -327,8 +343,6 @@ class ModuleBuilder:
         return where, nbytes, refs
 
     def _instantiate(self, fn: FunctionDef, find, globals_at) -> list[Instruction]:
-        from .asm.forms import Label, Symbol
-
         def value(f: isa.Field, v, targets):
             if isinstance(v, Symbol):
                 if f.kind == isa.FUNC:
@@ -482,11 +496,3 @@ class ModuleBuilder:
             if tmp.exists():
                 tmp.unlink()
 
-
-def feature_attr_names() -> dict[str, int]:
-    """`vm.ext_f32` ... `vm.unwind`: the attribute spelling of each requirement bit."""
-    return {f"vm.{name.lower()}": bit for name, bit in FEATURE_BITS.items()}
-
-
-def signature_cconv(arg_codes, result_codes) -> str:
-    return make_cconv(arg_codes, result_codes)

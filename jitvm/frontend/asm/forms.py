@@ -15,15 +15,16 @@ derived from the same field list and tried second.
 
 from __future__ import annotations
 
-import math
 import re
 import struct
 from dataclasses import dataclass
 
+from ...errors import AsmError
 from .. import isa
 from ..decode import Reg
 from ..encode import EncodeError, reg as make_reg
-from .source import Cursor, Where
+from ..writer import Label, Symbol
+from .source import Cursor
 
 _TOKEN = re.compile(r"\{\{|\}\}|\{(\w+)(=?)( ?)(?::(\w+))?\}")
 _REG = re.compile(r"%([irR])(\d+)(?::(\d+))?")
@@ -37,22 +38,6 @@ _STORAGE = re.compile(r"\.(rwdata|refs)\[(\d+)\]")
 _COMMENT_START = "  //"
 
 INT_RANGE = {"i32": (-(1 << 31), (1 << 32) - 1), "i64": (-(1 << 63), (1 << 64) - 1)}
-
-
-@dataclass(frozen=True)
-class Symbol:
-    """A function or global named in the text, resolved when the module is built."""
-
-    name: str
-    where: Where
-
-
-@dataclass(frozen=True)
-class Label:
-    """A block label (`^bb3`) used as a branch target, resolved at the end of its function."""
-
-    name: str
-    where: Where
 
 
 # --- field readers: one per operand kind ------------------------------------------------
@@ -464,10 +449,7 @@ class Matcher:
             cur.pos = start
             try:
                 return self._parse(parts, cur, ctx)
-            except Exception as e:  # AsmError; keep the one that got furthest
-                from ...errors import AsmError
-                if not isinstance(e, AsmError):
-                    raise
+            except AsmError as e:  # keep the error of the form that got furthest
                 if best is None or (e.column or 0) > (best.column or 0):
                     best = e
         raise best

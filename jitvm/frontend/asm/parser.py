@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from types import SimpleNamespace
 
-from ...errors import AsmError
+from ...errors import AsmError, Error
 from .. import isa
 from ..cconv import argument_registers, make_cconv, parse_cconv
 from ..module import FEATURE_BITS
@@ -83,7 +83,7 @@ def _cconv(cur, value, at, key):
         cur.fail(f"{key} takes a calling convention string", at)
     try:
         parse_cconv(value, key)
-    except Exception as e:  # FormatError
+    except Error as e:  # FormatError from parse_cconv
         cur.fail(str(e), at)
     return value
 
@@ -240,7 +240,7 @@ class _State:
         _end(cur)
         try:
             parse_cconv(cconv, f"import @{name}")
-        except Exception as e:  # FormatError
+        except Error as e:  # FormatError from parse_cconv
             cur.fail(str(e), cc_at)
         self.b.add_import(name, cconv, optional, target.attrs, cur.where(at))
 
@@ -449,10 +449,7 @@ def parse_into(builder: ModuleBuilder, text: str, source: str = "<vmasm>", allow
                 state.directive(cur)
         except AsmError:
             raise
-        except Exception as e:  # a builder error without a position: give it this line's
-            from ...errors import Error
-            if not isinstance(e, Error):
-                raise
+        except Error as e:  # a builder error without a position: give it this line's
             raise AsmError(str(e), lineno, cur.pos + 1, source, line) from None
     if state.fn is not None:
         raise state.fn.where.error(f"function @{state.fn.symbol} is not closed with '}}'")
