@@ -223,6 +223,13 @@ def test_ten_thousand_ref_round_trips_leave_refcounts_unchanged(abi_module):
     assert buf.refcount == before
 
 
+def test_buffer_views_survive_more_buffers_than_the_view_cache(abi_module):
+    n = 600  # several flushes of the invocation's view cache
+    assert abi_module.lookup("many_buffers").call([n]) == [n * (n - 1) // 2, 1000]
+    with pytest.raises(jitvm.Trap, match="INVALID_ARGUMENT; source_buffer is null"):
+        abi_module.lookup("load_after_null").call([])
+
+
 def test_backend_counts_instructions_when_asked():
     backend = InterpreterBackend(count_instructions=True)
     _ctx, instance = instantiate(program("runtime/callee").vmfb, backend=backend)

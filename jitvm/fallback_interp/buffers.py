@@ -62,9 +62,20 @@ class BufferView:
         _retain(addr)
 
     def close(self) -> None:
-        addr, self.addr = self.addr, 0
-        if addr:
+        """Drops the view's reference; its address then matches no register (not even null)."""
+        addr, self.addr = self.addr, -1
+        if addr > 0:
             _release(addr)
+
+
+class NoView:
+    """What a buffer-view local holds before its first use: matches no address."""
+
+    __slots__ = ()
+    addr = -1
+
+
+NOVIEW = NoView()
 
 
 def view(stk, addr: int, what: str) -> BufferView:

@@ -30,6 +30,7 @@ from ..verify.model import VerifiedFunction, VerifiedModule
 from . import frames, registry, runtime_names
 
 BASE_INDENT = "    "
+INLINE_LIMIT = 6  # a branch target of at most this many instructions is copied in place
 _module_ids = itertools.count()
 
 # Register-file views: name -> memoryview format.
@@ -65,6 +66,9 @@ class FunctionEmitter:
         self.scratch = n32  # an f32 slot for rounding intermediate results (fma)
         self.register_bytes = 4 * (n32 + 2)
         self.uses_views = False
+        self.view_locals: set[int] = set()
+        self.leaf: int | None = None  # block whose dispatch-tree leaf is being emitted
+        self.inlining = False  # emitting a copy of a branch target
 
     # --- registers ---------------------------------------------------------------------------
 
@@ -123,6 +127,11 @@ class FunctionEmitter:
         self.uses_views = True
         return "V"
 
+    def view_local(self, reg) -> str:
+        """The local caching the BufferView of ref register `reg` (see ops_buffers)."""
+        self.view_locals.add(reg.index)
+        return f"vb{reg.index}"
+
     # --- statements ------------------------------------------------------------------------
 
     def line(self, text: str) -> None:
@@ -144,12 +153,38 @@ class FunctionEmitter:
         return self.vf.block_of_pc[pc]
 
     def goto(self, target_pc: int, remap=()) -> None:
-        """Applies a branch's register remap and continues at the block at `target_pc`."""
+        """Applies a branch's register remap and continues at the block at `target_pc`.
+
+        A branch to the block being emitted repeats its loop; a small target block is
+        copied in place (once: copies do not copy further); any other target goes back to
+        the dispatch tree.
+        """
         from .ops_control import emit_remap
 
         emit_remap(self, remap)
-        self.line(f"b = {self.block_index(target_pc)}")
-        self.line("continue")
+        target = self.block_index(target_pc)
+        if target == self.leaf:
+            self.line("continue")
+        elif not self.inlining and self._inlinable(target):
+            saved = self.pc, self.index
+            self.inlining = True
+            try:
+                self._emit_instructions(target)
+            finally:
+                self.inlining = False
+                self.pc, self.index = saved
+        else:
+            self.line(f"b = {target}")
+            self.line("break")
+
+    def dispatch(self, expr: str) -> None:
+        """Continues at the block whose index `expr` computes (through the dispatch tree)."""
+        self.line(f"b = {expr}")
+        self.line("break")
+
+    def _inlinable(self, index: int) -> bool:
+        block = self.vf.blocks[index]
+        return block.last - block.first <= INLINE_LIMIT
 
     def next_block_pc(self) -> int | None:
         """The pc of the block after the current instruction (for fall-through), if any."""
@@ -181,6 +216,16 @@ class FunctionEmitter:
             self._emit_tree(mid, hi)
 
     def _emit_block(self, index: int) -> None:
+        """A leaf of the dispatch tree: the block's code in a loop of its own, so branches
+        back to it (directly or through a copied successor) skip the dispatch tree."""
+        self.leaf = index
+        self.pc = None
+        with self.indented("while True:"):
+            self._emit_instructions(index)
+        self.pc = None
+        self.line("continue")
+
+    def _emit_instructions(self, index: int) -> None:
         vf = self.vf
         block = vf.blocks[index]
         if self.gen.count_blocks:
@@ -232,6 +277,8 @@ class FunctionEmitter:
                 put(3, f"{name} = m.cast({VIEW_FORMATS[name]!r})")
         if self.uses_views:
             put(3, "V = stk.views")
+        if self.view_locals:
+            put(3, " = ".join(f"vb{i}" for i in sorted(self.view_locals)) + " = NOVIEW")
         for i, bank, reg in value_args:
             if bank in ("i64", "f64"):
                 put(3, f"K[{reg >> 1}] = a{i}")

@@ -26,36 +26,45 @@ _FILLS = {"buffer.fill.i8": 1, "buffer.fill.i16": 2, "buffer.fill.i32": 4, "buff
           "buffer.fill.f32": 4, "buffer.fill.f64": 8}
 
 
-def open_view(e, reg, what: str, into: str = "v") -> None:
-    """`into` = the BufferView of the buffer in `reg` (cached for the invocation)."""
+def open_view(e, reg, what: str) -> str:
+    """The name of a local holding the BufferView of the buffer in `reg`.
+
+    Each ref register used by loads and stores has such a local; it is refreshed (from the
+    invocation's cache) when the register holds another address than the view's. A view
+    keeps its buffer alive until the invocation closes it (its address then reads 0), so
+    a matching address is always the same buffer.
+    """
     views = e.buffer_views()
+    local = e.view_local(reg)
     e.line(f"x = {e.ref(reg)}")
-    e.line(f"{into} = {views}.get(x) or BV(stk, x, {what!r})")
+    with e.indented(f"if x != {local}.addr:"):
+        e.line(f"{local} = {views}.get(x) or BV(stk, x, {what!r})")
+    return local
 
 
 def _load(width: int, letter: str, bank: str):
     def emit(e, ins):
-        open_view(e, ins["source_buffer"], "source_buffer")
+        v = open_view(e, ins["source_buffer"], "source_buffer")
         e.line(f"o = {e.i64(ins['source_offset'])}")
-        with e.indented(f"if 0 <= o < v.n{width}:"):
+        with e.indented(f"if 0 <= o < {v}.n{width}:"):
             out = e.i32(ins["result"]) if letter in ("b", "h") else e.bits(ins["result"], bank)
-            e.line(f"{out} = v.{letter}[o]")
+            e.line(f"{out} = {v}.{letter}[o]")
         with e.indented("else:"):
-            e.raise_(f"OOB(v, o, {width})")
+            e.raise_(f"OOB({v}, o, {width})")
     return emit
 
 
 def _store(width: int, letter: str, bank: str):
     def emit(e, ins):
-        open_view(e, ins["target_buffer"], "target_buffer")
+        v = open_view(e, ins["target_buffer"], "target_buffer")
         e.line(f"o = {e.i64(ins['target_offset'])}")
         value = e.bits(ins["value"], bank)
         if width < 4:
             value = f"{value} & {(1 << (8 * width)) - 1:#x}"
-        with e.indented(f"if 0 <= o < v.w{width}:"):
-            e.line(f"v.{letter}[o] = {value}")
+        with e.indented(f"if 0 <= o < {v}.w{width}:"):
+            e.line(f"{v}.{letter}[o] = {value}")
         with e.indented("else:"):
-            e.raise_(f"STF(v, o, {width})")
+            e.raise_(f"STF({v}, o, {width})")
     return emit
 
 
@@ -77,8 +86,8 @@ for _n, _w in _FILLS.items():
 
 @handles("buffer.length")
 def _length(e, ins):
-    open_view(e, ins["buffer"], "buffer")
-    e.line(f"{e.u64(ins['result'])} = v.n")
+    v = open_view(e, ins["buffer"], "buffer")
+    e.line(f"{e.u64(ins['result'])} = {v}.n")
 
 
 @handles("buffer.copy")

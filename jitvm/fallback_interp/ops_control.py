@@ -98,8 +98,7 @@ def _br_table(e, ins):
     if cases and not any(remap for _, remap in cases):
         table = e.const(tuple(e.block_index(pc) for pc, _ in cases), "targets")
         with e.indented(f"if 0 <= x < {len(cases)}:"):
-            e.line(f"b = {table}[x]")
-            e.line("continue")
+            e.dispatch(f"{table}[x]")
     else:
         for i, (pc, remap) in enumerate(cases):
             with e.indented(f"if x == {i}:"):

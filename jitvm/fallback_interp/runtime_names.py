@@ -30,6 +30,7 @@ def namespace() -> dict:
         "UNWIND": frames.unwind,
         # buffers
         "BV": buffers.view,
+        "NOVIEW": buffers.NOVIEW,
         "OOB": buffers.out_of_range,
         "STF": buffers.store_failed,
         "BFILL": buffers.fill,
