@@ -103,7 +103,9 @@ def take_exception(rec: TrapT, describe_frame) -> BaseException:
     if parked is None:
         kind = KINDS.get(rec.kind, FAIL)
         message = ctypes.string_at(rec.message).decode("utf-8", "replace") if rec.message else ""
-        text = kind.template.format(*list(rec.args), message=message)
+        # Arguments are sizes, offsets and indices, printed unsigned as IREE does (%zu):
+        # a record holds them as i64, an interpreter passes Python ints of the same bits.
+        text = kind.template.format(*[a & 0xFFFFFFFFFFFFFFFF for a in rec.args], message=message)
         parked = Trap(rec.status, text)
     for i in range(min(rec.frame_count, MAX_FRAMES)):
         f = rec.frames[i]
