@@ -157,7 +157,9 @@ def main(argv=None) -> int:
             print(f"{what:12}: {r['seconds'] * 1000:8.2f} ms (median of {args.repeat}), "
                   f"RSS growth {r['rss_growth'] / 2**20:7.2f} MiB (max)   {r['info']}")
         want = [expected_byte(o) for o in offsets(args.gib)]
-        for name, reader in (("iree.runtime", read_with_iree), ("jitvm", read_with_jitvm)):
+        readers = (("iree.runtime", read_with_iree), ("jitvm jit", read_with_jitvm),
+                   ("jitvm interp", lambda p, g: read_with_jitvm(p, g, "interp")))
+        for name, reader in readers:
             length, got = reader(path, args.gib)
             ok = length == segment_bytes(args.gib) and got == want
             print(f"{name:12}: length {length}, bytes at {offsets(args.gib)} = {got} "

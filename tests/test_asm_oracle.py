@@ -25,7 +25,7 @@ VMASM = [name for name, kind, _ in source_files() if kind == "vmasm"]
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
 
 # The backends a reassembled module must also run under (besides iree.runtime).
-JITVM_BACKENDS = ("jit",)
+JITVM_BACKENDS = ("jit", "interp")
 
 
 def same(a, b) -> bool:

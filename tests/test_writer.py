@@ -58,14 +58,21 @@ def iree_call(path, name, *args):
     return [results.get_variant(i) for i in range(results.size)]
 
 
-def jitvm_call(path, name, *args):
+def jitvm_call(path, name, *args, backend="jit"):
     from jitvm.api import get_backend
     from jitvm.runtime.bytecode import LoadedModule
     from jitvm.runtime.context import Context
 
     context = Context()
-    instance = context.add(LoadedModule(jitvm.verify_module(load_module(path)), get_backend("jit")))
+    instance = context.add(LoadedModule(jitvm.verify_module(load_module(path)), get_backend(backend)))
     return list(instance.lookup(name).call(list(args)))
+
+
+def interp_call(path, name, *args):
+    return jitvm_call(path, name, *args, backend="interp")
+
+
+RUNTIMES = pytest.mark.parametrize("call", [iree_call, jitvm_call, interp_call], ids=["iree", "jit", "interp"])
 
 
 @pytest.fixture()
@@ -97,7 +104,7 @@ def test_segments_are_placed_and_read_back(three_segments):
         assert z.read("rodata_2.bin") == expected[2]
 
 
-@pytest.mark.parametrize("call", [iree_call, jitvm_call], ids=["iree", "jitvm"])
+@RUNTIMES
 def test_built_module_runs(three_segments, call):
     path, expected = three_segments
     assert call(path, "lengths") == [len(e) for e in expected]
@@ -232,7 +239,7 @@ vm.func @pick(%i0: i32) -> (i32) {
 """
 
 
-@pytest.mark.parametrize("call", [iree_call, jitvm_call], ids=["iree", "jitvm"])
+@RUNTIMES
 def test_switch_ref_carries_its_type_through_the_text(tmp_path, call):
     """switch.ref encodes a type the dump form must show for the line to reassemble."""
     from jitvm.frontend import assemble
