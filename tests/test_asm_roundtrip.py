@@ -21,7 +21,8 @@ from jitvm.frontend.encode import encode_function
 from tests.corpus import source_files
 
 CORPUS_NAMES = [name for name, _, _ in source_files()]
-VMASM_NAMES = [name for name, kind, _ in source_files() if kind == "vmasm"]
+# Sources in iree-as-module's syntax (the .jvasm ones are assembled by jitvm itself).
+VMASM_NAMES = [name for name, kind, path in source_files() if kind == "vmasm" and path.suffix == ".vmasm"]
 
 
 def module_files(cm):

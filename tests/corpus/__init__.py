@@ -26,6 +26,11 @@ directive comments that say how the differential tests should call it:
 ``// CHECK-TESTS``
     The exports are ``check`` dialect tests: every public no-argument function is called once.
 
+VM assembly comes in two syntaxes: ``vmasm/*.vmasm`` is IREE's VM dialect, assembled by
+``iree-as-module``; ``vmasm/*.jvasm`` is the syntax ``jitvm dump`` prints, assembled by
+``jitvm asm`` (for what iree-as-module refuses to assemble, such as ``vm.switch.ref``). Both
+are of kind ``vmasm`` and are called the same way.
+
 VM-assembly exports that have no CALL line are called once with no arguments.
 
 Compiled modules go to a content-keyed cache (sha256 of the source text, the flags and the tool
@@ -344,9 +349,25 @@ def source_files() -> list[tuple[str, str, Path]]:
     """(name, kind, path) of every corpus program, sorted by name."""
     out = []
     for kind, d, ext in (("mlir", MLIR_DIR, ".mlir"), ("vmasm", VMASM_DIR, ".vmasm")):
-        for p in sorted(d.glob("*" + ext)):
+        paths = list(d.glob("*" + ext)) + (list(d.glob("*.jvasm")) if kind == "vmasm" else [])
+        for p in sorted(paths):
             out.append((f"{kind}/{p.stem}", kind, p))
     return out
+
+
+def _jitvm_assembler_version() -> str:
+    """Identifies jitvm's assembler by the hash of the frontend sources it is made of."""
+    h = hashlib.sha256()
+    frontend = CORPUS_DIR.parents[1] / "jitvm" / "frontend"
+    for path in sorted(frontend.rglob("*.py")):
+        h.update(path.relative_to(frontend).as_posix().encode() + b"\0" + path.read_bytes())
+    return "jitvm-asm " + h.hexdigest()[:20]
+
+
+def _tool_name(kind: str, source: Path) -> str:
+    if kind == "mlir":
+        return "iree-compile"
+    return "jitvm-asm" if source.suffix == ".jvasm" else "iree-as-module"
 
 
 def cache_dir_default() -> Path:
@@ -410,7 +431,9 @@ def build_corpus(
             d = parse_directives(text, kind)
         except CorpusError as e:
             raise CorpusError(f"{path}: {e}") from None
-        tool_name = "iree-compile" if kind == "mlir" else "iree-as-module"
+        tool_name = _tool_name(kind, path)
+        if tool_name == "jitvm-asm" and tool_name not in versions:
+            versions[tool_name] = _jitvm_assembler_version()
         if tool_name not in versions:
             tool = require_tool(tool_name)
             memo_before = _count_files(cache_dir / "tool-versions")
@@ -477,6 +500,8 @@ def compile_command(kind: str, source: Path, out: Path, flags: Sequence[str], ex
         if exe_dir is not None:
             cmd.insert(-3, f"--iree-hal-dump-executable-binaries-to={exe_dir}")
         return cmd
+    if _tool_name(kind, source) == "jitvm-asm":
+        return [sys.executable, "-m", "jitvm", "asm", str(source), "-o", str(out)]
     return [require_tool("iree-as-module"), f"--output={out}", str(source)]
 
 
