@@ -65,7 +65,7 @@ class InterpExecutable:
         self._codegen = codegen.ModuleCodegen(loaded.verified, [b.addr for b in loaded.rodata],
                                               count_blocks=count_instructions)
         self.generated = self._codegen.generate()
-        self._bind = codegen.compile_module(self.generated)
+        self._bind = codegen.compile_module(self.generated, self)
         self._bound: "weakref.WeakKeyDictionary[BytecodeInstance, _Bound]" = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._signatures = [s.cconv for s in module.signatures]

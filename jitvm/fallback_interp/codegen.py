@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -356,13 +357,16 @@ class ModuleCodegen:
             info = frames.FunctionInfo(vm.name, vf.name, vf.ordinal, vm.module, code_lines)
             self.namespace[self.info_name(vf.ordinal)] = info
             infos.append(info)
-        # Tracebacks of interpreter bugs show the generated code.
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         return GeneratedModule(source, filename, self.namespace, dict(self.env_specs), infos)
 
 
-def compile_module(gen: GeneratedModule):
-    """Executes the generated source; returns the `_bind(env)` function."""
+def compile_module(gen: GeneratedModule, owner):
+    """Executes the generated source; returns the `_bind(env)` function.
+
+    While `owner` lives, Python tracebacks through the generated code show its lines.
+    """
     code = compile(gen.source, gen.filename, "exec")
     exec(code, gen.namespace)  # noqa: S102 - our own generated code
+    linecache.cache[gen.filename] = (len(gen.source), None, gen.source.splitlines(True), gen.filename)
+    weakref.finalize(owner, linecache.cache.pop, gen.filename, None)
     return gen.namespace["_bind"]

@@ -4,10 +4,12 @@ Registers hold float bits; generated code reads an f32 register as a Python floa
 a memoryview (C's float -> double conversion) and stores by C's double -> float conversion,
 so an f32 add/sub/mul/div/sqrt computed in double and rounded once to float is exactly
 IEEE f32 arithmetic (double has more than 2 * 24 + 2 significand bits, so the double rounding
-is innocuous), NaN propagation included (x86 SSE returns the first NaN operand, quieted,
-in both precisions). Moves, selects, loads/stores, abs and neg copy bits and never quiet a
-signalling NaN, as IREE's C does. Under the flush-to-zero/denormals-are-zero mode the HAL
-sets around dispatches, the hardware conversions flush exactly where IREE's f32 ops do.
+is innocuous). When both operands are NaN, IREE gets the first one, quieted (x86 SSE);
+CPython may give either (its generic and specialized float ops differ), so a NaN result
+is corrected by `first_nan`. Moves, selects, loads/stores, abs and neg copy bits and never
+quiet a signalling NaN, as IREE's C does. Under the flush-to-zero/denormals-are-zero mode
+the HAL sets around dispatches, the hardware conversions flush exactly where IREE's f32
+ops do.
 
 Everything libm computes goes through the same libm functions as IREE and the JIT
 (runtime.mathlib). What Python floats would get wrong is handled here:
@@ -32,17 +34,7 @@ _Q = struct.Struct("<Q")
 
 DEFAULT_NAN = _D.unpack(_Q.pack(0xFFF8000000000000))[0]  # x86's "real indefinite" NaN
 F32_INF_BITS = 0x7F800000
-
-
-def _returns_second_nan(op) -> bool:
-    """Whether CPython's float `op` returns its second operand when both are NaN.
-
-    IREE's C returns the first (x86 SSE: the first source operand); CPython's own build may
-    have swapped the operands of its commutative ops (gcc does for + and *), so the
-    generated code orders operands to get the first one back.
-    """
-    a, b = bits_f64(0x7FF8000000011111), bits_f64(0x7FF8000000022222)
-    return f64_bits(op(a, b)) == 0x7FF8000000022222
+_QUIET = 0x0008000000000000  # the quiet bit of an f64 NaN
 
 
 def libm(name: str):
@@ -73,7 +65,7 @@ def bits_f64(bits: int) -> float:
 def divide_by_zero(x: float, y: float) -> float:
     """x / y for y == +-0.0 with IEEE (x86) results, where Python raises."""
     if x != x:
-        return x
+        return bits_f64(f64_bits(x) | _QUIET)
     if x == 0.0:
         return DEFAULT_NAN
     return math.copysign(math.inf, x) * math.copysign(1.0, y)
@@ -115,10 +107,16 @@ def round_even_f64(x: float) -> float:
     return r
 
 
-SECOND_NAN_WINS = {
-    "+": _returns_second_nan(lambda a, b: a + b),
-    "-": _returns_second_nan(lambda a, b: a - b),
-    "*": _returns_second_nan(lambda a, b: a * b),
-    "/": _returns_second_nan(lambda a, b: a / b),
-}
-"""Per Python float operator: True when it propagates the second of two NaN operands."""
+
+def first_nan(x: float, y: float, r: float) -> float:
+    """The result of a two-operand op whose Python result `r` is NaN, as IREE's C gives it.
+
+    x86 SSE returns the first NaN operand, quieted (NaN inputs may come through any
+    order of operands, or CPython's specialized float ops propagate the other one); a NaN
+    produced from non-NaN operands (inf - inf, 0 * inf) is the default NaN in `r`.
+    """
+    if x != x:
+        return bits_f64(f64_bits(x) | _QUIET)
+    if y != y:
+        return bits_f64(f64_bits(y) | _QUIET)
+    return r

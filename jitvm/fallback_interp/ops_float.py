@@ -42,16 +42,11 @@ def _name(pattern: str, ty: str) -> str:
 # --- arithmetic ---------------------------------------------------------------------------------
 
 def binary(op: str, a: str, b: str) -> str:
-    """`a op b` on Python floats, returning the first NaN operand when both are NaN (as C).
+    """An expression for `a op b` on Python floats with C's NaN propagation (floats.first_nan).
 
-    Python's + and * may propagate the second NaN (floats.SECOND_NAN_WINS); for those the
-    operands are swapped, which changes nothing else (IEEE + and * are commutative).
+    `r` holds the raw Python result; the operand expressions are re-read only for NaNs.
     """
-    if floats.SECOND_NAN_WINS[op]:
-        if op in ("+", "*"):
-            return f"{b} {op} {a}"
-        raise NotImplementedError(f"this Python propagates the second NaN of {op}")
-    return f"{a} {op} {b}"
+    return f"r if (r := {a} {op} {b}) == r else NAN1({a}, {b}, r)"
 
 
 def _arith(op: str):
@@ -66,7 +61,7 @@ def _div(e, ins):
     ty = ins.op.type
     e.line(f"x = {value(e, ins['left'], ty)}")
     e.line(f"y = {value(e, ins['right'], ty)}")
-    e.line(f"{value(e, ins['result'], ty)} = {binary('/', 'x', 'y')} if y else FDIV0(x, y)")
+    e.line(f"{value(e, ins['result'], ty)} = ({binary('/', 'x', 'y')}) if y else FDIV0(x, y)")
 
 
 def _libm_binary(name: str):
@@ -135,9 +130,9 @@ def _fma(e, ins):
     elif ty == "f32":  # the product is rounded to float before the add
         e.line(f"{e.scratch_f32()} = {binary('*', a, b)}")
         e.line(f"{out} = {binary('+', e.scratch_f32(), c)}")
-    else:
-        product = binary("*", a, b)
-        e.line(f"{out} = {binary('+', f'({product})', c)}")
+    else:  # the product as a local, so a NaN check of the sum sees both operands
+        e.line(f"p = {binary('*', a, b)}")
+        e.line(f"{out} = {binary('+', 'p', c)}")
 
 
 for _ty in FLOAT_TYPES:

@@ -47,6 +47,7 @@ def namespace() -> dict:
         "LSETR": listops.set_ref,
         # floats
         "FDIV0": floats.divide_by_zero,
+        "NAN1": floats.first_nan,
         "I2F32": floats.int_to_f32,
         "REVEN32": floats.round_even_f32,
         "REVEN64": floats.round_even_f64,
