@@ -156,6 +156,17 @@ def test_interpreted_imports_are_called_directly_and_trap_through_both_modules()
     assert [(m, f) for m, f, _pc, _loc in t.backtrace] == [("callee", "checked_div"), ("caller", "divide")]
 
 
+def test_signed_remainder_overflow_traps_like_division():
+    """INT64_MIN % -1 (SIGFPE in IREE's C runtime) traps as INT64_MIN / -1 does."""
+    _ctx, callee = instantiate(program("runtime/callee").vmfb)
+    rem = callee.lookup("remainder_i64")
+    assert rem.call([-7, 2]) == [-1] and rem.call([7, -2]) == [1] and rem.call([-(1 << 63), 3]) == [-2]
+    with pytest.raises(jitvm.Trap) as info:
+        rem.call([-(1 << 63), -1])
+    assert info.value.status_name == "INVALID_ARGUMENT"
+    assert info.value.message == "integer overflow in signed division (INT_MIN / -1)"
+
+
 def _native_call(instance, name, args):
     fn = instance.lookup(name)
     addr, ctx = fn.native_entry()

@@ -10,6 +10,7 @@ runtime.semantics (host facts: fused fma, float->u64 conversion, call depth).
 
 IREE behaviour pinned down by experiment against iree-base-runtime 3.13 (x86_64):
   * vm.fma.f32/f64 is a multiply then an add, each rounded (not fused);
+  * when both operands of a float op are NaN the first one wins, quieted (x86 SSE);
   * vm.round.f32.even / f64.even follow IREE's fallback: round, then move ties to the even
     neighbour, so -0.5 rounds to +0.0 (roundeven would give -0.0);
   * vm.cast.f32.ui64 is exact up to 2^64 (1e19 -> 9999999980506447872) and gives INT64_MIN

@@ -5,10 +5,12 @@ IREE's: a zeroed bytearray of 32-bit slots seen through memoryviews of every typ
 signed/unsigned i32, `J`/`K` signed/unsigned i64 over aligned slot pairs, `F` f32, `D`
 f64), so a register written as one type and read as another sees the same bits, and a
 list `R` of ref registers holding object addresses (each owns one reference). Its blocks
-become branches of a binary decision tree on the block index inside one `while` loop; the
-statements of each instruction come from the op's handler (registry). Generating straight
-Python for every block and letting CPython compile it is what makes the interpreter fast
-enough for VMVX kernels: no per-instruction dispatch, registers are memoryview items.
+become the leaves of a binary decision tree on the block index inside one `while` loop;
+each leaf loops on itself and small branch targets are copied into their predecessors, so
+a loop's header and body usually run without going back to the tree. The statements of
+each instruction come from the op's handler (registry). Generating straight Python for
+every block and letting CPython compile it is what makes the interpreter fast enough for
+VMVX kernels: no per-instruction dispatch, registers are memoryview items.
 
 The source is a `_bind(env)` function defining every VM function as a closure over one
 instance's state (globals, import adapters) and returning them in ordinal order. A table
