@@ -81,32 +81,55 @@ def _file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def compile_model(spec: ModelSpec, target: str, extra_flags: tuple[str, ...] = (), log=print) -> Path:
-    """The model compiled for `target` ("vmvx" or "llvm-cpu"), from the cache when possible."""
-    source = mlir_file(spec, log)
-    flags = TARGETS[target] + list(extra_flags)
-    key = hashlib.sha256(json.dumps([_file_digest(source), flags, compiler_version()]).encode()).hexdigest()
-    path = CACHE / "vmfb" / f"{spec.name}-{target}-{key[:16]}.vmfb"
+def compile_key(source: Path, flags: list[str]) -> str:
+    return hashlib.sha256(json.dumps([_file_digest(source), flags, compiler_version()]).encode()).hexdigest()
+
+
+def _iree_compile(source: Path, flags: list[str], output: Path, what: str) -> None:
+    done = subprocess.run([iree_compile(), str(source), *flags, "-o", str(output)], capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"iree-compile failed for {what}:\n{done.stderr[-4000:]}")
+
+
+def compile_file(source: Path, flags: list[str], name: str, log=print) -> Path:
+    """`source` compiled with `flags` into the cache as NAME-KEY.vmfb."""
+    path = CACHE / "vmfb" / f"{name}-{compile_key(source, flags)[:16]}.vmfb"
     if not path.exists():
         start = time.perf_counter()
-
-        def run(tmp: Path) -> None:
-            done = subprocess.run([iree_compile(), str(source), *flags, "-o", str(tmp)], capture_output=True, text=True)
-            if done.returncode:
-                raise RuntimeError(f"iree-compile failed for {spec.name} ({target}):\n{done.stderr[-4000:]}")
-
-        _atomic_write(path, run)
+        _atomic_write(path, lambda tmp: _iree_compile(source, flags, tmp, name))
         log(f"compiled {path.name} in {time.perf_counter() - start:.1f} s")
     return path
 
 
-def dump_executables(spec: ModelSpec, out_dir: Path, log=print) -> list[Path]:
-    """The VMVX executables (.vmfb each) embedded in the model, for `jitvm dump`."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if not any(out_dir.glob("*.vmfb")):
-        flags = TARGETS["vmvx"] + [f"--iree-hal-dump-executable-binaries-to={out_dir}"]
-        subprocess.run([iree_compile(), str(mlir_file(spec, log)), *flags, "-o", os.devnull], check=True)
-    return sorted(out_dir.glob("*.vmfb"))
+def compile_model(spec: ModelSpec, target: str, extra_flags: tuple[str, ...] = (), log=print) -> Path:
+    """The model compiled for `target` ("vmvx" or "llvm-cpu"), from the cache when possible."""
+    return compile_file(mlir_file(spec, log), TARGETS[target] + list(extra_flags), f"{spec.name}-{target}", log)
+
+
+def dump(spec: ModelSpec, target: str, kind: str, log=print) -> Path:
+    """A cached directory of what iree-compile writes besides the module: `kind` is
+    "binaries" (each executable as its own .vmfb, for `jitvm dump`), "benchmarks" (each
+    executable as a standalone MLIR benchmark module) or "stream" (the program after
+    dispatch formation, weights elided: which executable runs how often)."""
+    source = mlir_file(spec, log)
+    extra = {"binaries": ["--iree-hal-dump-executable-binaries-to={dir}"],
+             "benchmarks": ["--iree-hal-dump-executable-benchmarks-to={dir}"],
+             "stream": ["--compile-to=stream", "--mlir-elide-elementsattrs-if-larger=16"]}[kind]
+    flags = TARGETS[target] + extra
+    out = CACHE / "dumps" / f"{spec.name}-{target}-{kind}-{compile_key(source, flags)[:16]}"
+    if not out.exists():
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        try:
+            resolved = [f.format(dir=tmp) for f in flags]
+            _iree_compile(source, resolved, tmp / "stream.mlir" if kind == "stream" else Path(os.devnull),
+                          f"{spec.name} ({target}, {kind})")
+            tmp.replace(out)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        log(f"dumped {kind} of {spec.name} ({target}) to {out.name}")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
