@@ -32,6 +32,14 @@ def backend_under_test() -> str:
     return "interp" if interpreter_available() else "jit"
 
 
+def backends_under_test() -> list[str]:
+    """Both backends (the JIT and the reference interpreter), or the one JITVM_TEST_BACKEND names."""
+    forced = os.environ.get("JITVM_TEST_BACKEND")
+    if forced:
+        return [forced]
+    return ["interp", "jit"] if interpreter_available() else ["jit"]
+
+
 def iree_session(vmfb, with_check: bool):
     """An IREE context (local-sync) holding the module (and a check module): (module, keepalive)."""
     import iree.runtime as rt

@@ -1,4 +1,5 @@
-"""Every MLIR corpus program through jitvm.load equals IREE's runtime, call for call.
+"""Every MLIR corpus program through jitvm.load equals IREE's runtime, call for call, on each
+backend (the JIT and the reference interpreter).
 
 Each program's CALL list runs twice in a row in ONE jitvm module and ONE IREE context, so
 module state (mutable globals, memoized command buffers, executables) must persist and
@@ -15,10 +16,10 @@ import pytest
 
 import jitvm
 from tests.corpus import make_inputs, source_files
-from tests.hal_support import backend_under_test, iree_call, iree_session, same_result
+from tests.hal_support import backends_under_test, iree_call, iree_session, same_result
 
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
-BACKEND = backend_under_test()
+BACKENDS = backends_under_test()
 
 # Programs whose results involve transcendental functions: IREE uses its own polynomial
 # approximations, so a few ulps of difference are allowed there.
@@ -30,18 +31,19 @@ SLOW_ON_INTERPRETER: set[str] = set()
 
 
 def _params():
-    for name in MLIR:
-        marks = [pytest.mark.slow] if BACKEND == "interp" and name in SLOW_ON_INTERPRETER else []
-        yield pytest.param(name, marks=marks, id=name)
+    for backend in BACKENDS:
+        for name in MLIR:
+            marks = [pytest.mark.slow] if backend == "interp" and name in SLOW_ON_INTERPRETER else []
+            yield pytest.param(backend, name, marks=marks, id=f"{backend}-{name}")
 
 
-@pytest.mark.parametrize("name", list(_params()))
-def test_corpus_program_equals_iree(corpus_module, name):
+@pytest.mark.parametrize("backend,name", list(_params()))
+def test_corpus_program_equals_iree(corpus_module, backend, name):
     m = corpus_module(name)
     allowed = TRANSCENDENTAL_ULPS.get(name, 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "JIT not available" / interpreter fallbacks
-        module = jitvm.load(str(m.vmfb), backend=BACKEND)
+        module = jitvm.load(str(m.vmfb), backend=backend)
     oracle, keep = iree_session(m.vmfb, m.check_tests)
     problems = []
     for round_ in (1, 2):
@@ -71,17 +73,19 @@ def test_corpus_program_equals_iree(corpus_module, name):
     assert m.calls, "every corpus program has calls"
 
 
-def test_expected_traps_really_trap(corpus_module):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_expected_traps_really_trap(corpus_module, backend):
     m = corpus_module("mlir/check_fail_control")
-    module = jitvm.load(str(m.vmfb), backend=BACKEND)
+    module = jitvm.load(str(m.vmfb), backend=backend)
     with pytest.raises(jitvm.Trap, match=r"check.expect_eq failed"):
         module.must_fail()
 
 
-def test_results_are_fresh_copies(corpus_module):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_results_are_fresh_copies(corpus_module, backend):
     """A returned array is the caller's: later calls must not change it."""
     m = corpus_module("mlir/mutable_global")
-    module = jitvm.load(str(m.vmfb), backend=BACKEND)
+    module = jitvm.load(str(m.vmfb), backend=backend)
     first = module.accumulate(np.ones(4, np.float32))
     second = module.accumulate(np.ones(4, np.float32))
     assert first.tolist() == [1.0] * 4 and second.tolist() == [2.0] * 4

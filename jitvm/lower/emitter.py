@@ -91,6 +91,9 @@ class Emitter:
         self.unwind = fn.append_basic_block("unwind")
         self.block_override: dict[int, ir.Block] = {}  # while lowering a loop copy
         self.unchecked: frozenset[int] = frozenset()  # accesses proven in range by a guard
+        # In the guarded fast copy of a loop nest, which NaN an add/mul of two NaNs returns is
+        # left to LLVM (see ops_float._first_nan_wins): pinning it costs 2-4x on kernels.
+        self.fast_copy = False
         self.alias: dict = {}  # (buffer register, jammed copy) -> (scope, noalias) metadata
         self.jam_copy = None  # which jammed copy is being lowered (None: the remainder loop)
         self._depth_ptr = None
@@ -379,6 +382,7 @@ class Emitter:
         for name, unchecked in (("checked", frozenset()), ("fast", frozenset(a.index for a in nest.accesses))):
             self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
             self.unchecked = unchecked
+            self.fast_copy = name == "fast"
             jammed = plan is not None and name == "fast"
             if jammed:
                 rem_header = self.block_override[plan.loop.header]
@@ -401,7 +405,7 @@ class Emitter:
                     self._lower_block(i, self.block_override[i])
                 jam.emit(self, plan, jam_header, rem_header)
                 self.alias = {}
-        self.block_override, self.unchecked = {}, frozenset()
+        self.block_override, self.unchecked, self.fast_copy = {}, frozenset(), False
         self.b.position_at_end(self.blocks[nest.root.header])
         self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
         ok = all_iterations_in_range(self, nest)

@@ -147,10 +147,14 @@ class ModuleLowering:
         return self.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
 
     def ref_type_id(self, builder, type_index: int):
-        """The runtime type id of a ref type-table entry as an IR value; None for "any ref"."""
+        """The runtime type id a checked ref op compares against, as an IR value.
+
+        `!vm.opaque` and value types name no ref type (IREE resolves them to type 0): every
+        non-null ref mismatches them, so they get NO_TYPE_ID, which no object carries.
+        """
         t = self.verified.types[type_index]
         if not t.is_ref or t.kind == "opaque":
-            return None
+            return ir.Constant(I32, nativelib.NO_TYPE_ID)
         p = builder.gep(self.type_table, [ir.Constant(I64, type_index)], inbounds=True, source_etype=I32)
         v = builder.load(p, typ=I32)
         v.set_metadata("invariant.load", self.module.add_metadata([]))

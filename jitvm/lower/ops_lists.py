@@ -37,7 +37,7 @@ def _alloc(e, ins):
     vm_type = e.vf.module.types[ins["element_type"]]
     mode, etype, esize = storage_for(vm_type)
     if mode == layout.LIST_REF:
-        etype = e.mod.ref_type_id(e.b, ins["element_type"]) or const(I32, 0)
+        etype = e.mod.ref_type_id(e.b, ins["element_type"])
     else:
         etype = const(I32, etype)
     cap = e.i32(ins["initial_capacity"])
@@ -111,20 +111,18 @@ def _get_ref(e, ins):
     storage = _field(e, obj, "storage", PTR)
     slot = b.gep(storage, [b.zext(index, I64)], source_etype=PTR, inbounds=True)
     value = b.load(slot, typ=PTR)
-    good = const(I1, 1)
-    if expected is not None:
-        # A ref of another type reads as null (IREE fetches it, then releases it).
-        pre = b.block
-        check = e.fn.append_basic_block(f"list_ref_type_pc{e.pc}")
-        typed = e.fn.append_basic_block(f"list_ref_typed_pc{e.pc}")
-        b.cbranch(b.icmp_unsigned("!=", value, const(PTR, None)), check, typed)
-        b.position_at_end(check)
-        match = b.icmp_unsigned("==", e.type_id_of(value), expected)
-        b.branch(typed)
-        b.position_at_end(typed)
-        good = b.phi(I1)
-        good.add_incoming(const(I1, 1), pre)
-        good.add_incoming(match, check)
+    # A ref of another type reads as null (IREE fetches it, then releases it).
+    pre = b.block
+    check = e.fn.append_basic_block(f"list_ref_type_pc{e.pc}")
+    typed = e.fn.append_basic_block(f"list_ref_typed_pc{e.pc}")
+    b.cbranch(b.icmp_unsigned("!=", value, const(PTR, None)), check, typed)
+    b.position_at_end(check)
+    match = b.icmp_unsigned("==", e.type_id_of(value), expected)
+    b.branch(typed)
+    b.position_at_end(typed)
+    good = b.phi(I1)
+    good.add_incoming(const(I1, 1), pre)
+    good.add_incoming(match, check)
     kept = b.select(good, value, const(PTR, None))
     if result.move:
         b.store(const(PTR, None), slot)
@@ -138,7 +136,7 @@ def _get_ref(e, ins):
 
     b.position_at_end(slow)
     status = b.call(e.runtime("jv_list_get_ref"),
-                    [e.trap_rec, obj, index, const(I32, int(result.move)), expected if expected is not None else const(I32, 0), e.tmp64])
+                    [e.trap_rec, obj, index, const(I32, int(result.move)), expected, e.tmp64])
     e.check_status(status)
     slow_value = b.load(e.tmp64, typ=PTR)
     slow_end = b.block

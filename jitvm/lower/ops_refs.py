@@ -17,8 +17,6 @@ def check_type(e, obj, type_index: int) -> None:
     """Traps with "source ref type mismatch" unless `obj` is null or of the named type."""
     b = e.b
     tid = e.mod.ref_type_id(b, type_index)
-    if tid is None:
-        return
     nonnull = e.fn.append_basic_block(f"typecheck_pc{e.pc}")
     cont = e.fn.append_basic_block(f"typed_pc{e.pc}")
     b.cbranch(b.icmp_unsigned("!=", obj, const(PTR, None)), nonnull, cont)

@@ -18,6 +18,7 @@ from .layout import field
 
 BUFFER_TYPE_ID = 1
 LIST_TYPE_ID = 2
+NO_TYPE_ID = 0xFFFFFFFF  # what checked ref ops naming `!vm.opaque` or a value type expect: no object has it
 
 _lock = threading.Lock()
 _engine = None
