@@ -49,14 +49,24 @@ def _interpreter_class():
     return InterpreterBackend
 
 
-def _jit_backend():
-    if "jit" not in _backends:
+def _jit_backend(threads: int | None = None):
+    """The shared JIT backend; one per explicit thread count (None: JITVM_THREADS or all cores)."""
+    key = "jit" if threads is None else ("jit", threads)
+    if key not in _backends:
         try:
             from .lower.backend import JitBackend
         except ImportError:
             return None
-        _backends["jit"] = JitBackend()
-    return _backends["jit"]
+        _backends[key] = JitBackend(threads=threads)
+    return _backends[key]
+
+
+def _check_threads(threads) -> int | None:
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ArgumentError(f"threads must be a positive integer, got {threads!r}")
+    return threads
 
 
 def _native_modules(backend, trace):
@@ -65,9 +75,13 @@ def _native_modules(backend, trace):
     return {"hal": lambda: HalModule(backend, trace_sink=trace), "check": CheckModule, "vmvx": VmvxModule}
 
 
-def load(source, backend: str = "jit", *, trace=None, verify_features: int | None = None) -> "Module":
+def load(source, backend: str = "jit", *, threads: int | None = None, trace=None,
+         verify_features: int | None = None) -> "Module":
     """Loads a module from a path or bytes and instantiates it in a fresh context.
 
+    `threads` is how many threads run a dispatch's workgroups under the JIT (default:
+    JITVM_THREADS, else every core); results are identical for any count. The reference
+    interpreter runs workgroups one after another whatever it says.
     `trace(key, arrays)` receives the tensors of `hal.buffer_view.trace` calls (modules
     compiled with --iree-flow-trace-dispatch-tensors); without it those calls do nothing.
     """
@@ -77,7 +91,10 @@ def load(source, backend: str = "jit", *, trace=None, verify_features: int | Non
     from .runtime.native import register_hal_types
     from .verify import verify_module
 
+    threads = _check_threads(threads)
     be = get_backend(backend)
+    if threads is not None and getattr(be, "name", None) == "jit":
+        be = _jit_backend(threads)
     register_hal_types()
     module = load_module(source)
     loaded = LoadedModule(verify_module(module, verify_features), be)
