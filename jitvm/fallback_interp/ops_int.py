@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 
+from ..frontend.floatbits import f32_to_bits
 from .registry import handles
 
 INT_TYPES = ("i32", "i64")
@@ -202,8 +203,6 @@ def _nz(e, ins):
 
 # --- constants, select, switch (every value type; floats move as bits) ---------------------------
 
-_F32 = struct.Struct("<f")
-_U32 = struct.Struct("<I")
 _F64 = struct.Struct("<d")
 _U64 = struct.Struct("<Q")
 
@@ -215,7 +214,7 @@ def constant_bits(ty: str, value) -> int:
     if ty == "i64":
         return value & 0xFFFFFFFFFFFFFFFF
     if ty == "f32":
-        return _U32.unpack(_F32.pack(value))[0]
+        return f32_to_bits(value)
     return _U64.unpack(_F64.pack(value))[0]
 
 

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from ..errors import DecodeError
 from . import isa
+from .floatbits import f32_from_bits
 from .isa import Op
 
 REF_BIT = 0x8000
@@ -106,6 +107,12 @@ def _read_reg(bank):
 
 def _read_imm(bank):
     s = _IMM[bank]
+    if bank == "f32":  # read as bits: a signalling NaN must survive (frontend.floatbits)
+        u32 = struct.Struct("<I")
+
+        def read_f32(r: _Reader):
+            return f32_from_bits(u32.unpack_from(r.data, r.need(4, "f32 constant"))[0])
+        return read_f32
 
     def read(r: _Reader):
         return s.unpack_from(r.data, r.need(s.size, f"{bank} constant"))[0]

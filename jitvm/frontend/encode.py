@@ -12,6 +12,7 @@ import struct
 
 from ..errors import FormatError
 from . import isa
+from .floatbits import f32_to_bits
 from .decode import I32_MASK, MOVE_BIT, REF_BIT, REF_MASK, Instruction, Reg
 
 _U16 = struct.Struct("<H")
@@ -75,6 +76,13 @@ def _write_reg(w: _Writer, value) -> None:
 
 def _write_imm(bank):
     signed, unsigned = _IMM[bank], _IMM_UNSIGNED.get(bank)
+    if bank == "f32":
+        def write_f32(w: _Writer, value) -> None:
+            try:
+                w.out += _U32.pack(f32_to_bits(value))
+            except (struct.error, OverflowError, TypeError):
+                raise EncodeError(f"{value!r} is not a valid f32 constant") from None
+        return write_f32
 
     def write(w: _Writer, value) -> None:
         try:

@@ -16,13 +16,13 @@ derived from the same field list and tried second.
 from __future__ import annotations
 
 import re
-import struct
 from dataclasses import dataclass
 
 from ...errors import AsmError
 from .. import isa
 from ..decode import Reg
 from ..encode import EncodeError, reg as make_reg
+from ..floatbits import round_to_f32
 from ..writer import Label, Symbol
 from .source import Cursor
 
@@ -100,7 +100,7 @@ def _read_float(cur: Cursor, bank: str) -> float:
         value = float(lower)
     if bank == "f32":  # the value the bytecode will hold: rounded to f32
         try:
-            value = struct.unpack("<f", struct.pack("<f", value))[0]
+            value = round_to_f32(value)
         except OverflowError:
             cur.fail(f"{text} is out of range for f32", at)
     return value
