@@ -112,6 +112,34 @@ def unpack_args(cconv: CallingConvention, slots) -> list:
     return values
 
 
+def _i32(slot: int) -> int:
+    v = slot & 0xFFFFFFFF
+    return v - ((v & 0x80000000) << 1)
+
+
+def _i64(slot: int) -> int:
+    return slot - ((slot & 0x8000000000000000) << 1)
+
+
+def _f32(slot: int) -> float:
+    return _F32.unpack(_U32.pack(slot & 0xFFFFFFFF))[0]
+
+
+def _f64(slot: int) -> float:
+    return _F64.unpack(_Q.pack(slot))[0]
+
+
+_BORROWED = {"i": _i32, "I": _i64, "f": _f32, "F": _f64, "r": Ref.wrap}
+
+
+def args_unpacker(cconv: CallingConvention):
+    """unpack_args specialised for one convention (imports are called through it per call)."""
+    if any(isinstance(spec, Span) for spec in cconv.args):
+        return lambda slots: unpack_args(cconv, slots)
+    converters = tuple(enumerate(_BORROWED[code] for code in cconv.args))
+    return lambda slots: [convert(slots[i]) for i, convert in converters]
+
+
 def result_array(cconv: CallingConvention) -> ctypes.Array:
     return (ctypes.c_uint64 * max(1, len(cconv.results)))()
 

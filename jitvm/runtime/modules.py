@@ -61,11 +61,11 @@ class PythonFunction(Function):
     def native_entry(self) -> tuple[int, int]:
         if self._trampoline is None:
             cconv = self.cconv
+            unpack = abi.args_unpacker(cconv)
 
             def trampoline(ctx, args, results, trap):
                 try:
-                    values = abi.unpack_args(cconv, args)
-                    abi.pack_results(cconv, self.call(values), results)
+                    abi.pack_results(cconv, self.call(unpack(args)), results)
                     return 0
                 except BaseException as e:  # noqa: BLE001 - carried to the Python caller
                     return traps.park_exception(trap, e)

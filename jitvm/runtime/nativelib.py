@@ -526,10 +526,12 @@ class _Lazy:
 
     _fns: dict | None = None
 
-    def __getattr__(self, name):
+    def __getattr__(self, name):  # only on first use of a name: it is cached as an attribute
         if _Lazy._fns is None:
             _Lazy._fns = load()
-        return _Lazy._fns[name]
+        f = _Lazy._fns[name]
+        setattr(self, name, f)
+        return f
 
 
 fn = _Lazy()
