@@ -24,6 +24,7 @@ def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int 
     mod.data_layout = str(tm.target_data)
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=speed)
+    pto.slp_vectorization = speed >= 2  # off by default in llvmlite; it packs the jammed copies
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)

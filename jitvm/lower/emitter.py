@@ -90,7 +90,10 @@ class Emitter:
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
         self.unwind = fn.append_basic_block("unwind")
         self.block_override: dict[int, ir.Block] = {}  # while lowering a loop copy
-        self.unchecked: frozenset[int] = frozenset()  # accesses proven in range by a guard
+        # Accesses proven in range by a loop guard: instruction index -> loops.Access, and the
+        # nest's loops by id (the fast copy rebuilds their indices from the affine form).
+        self.unchecked: dict = {}
+        self.nest_loops: dict = {}
         # In the guarded fast copy of a loop nest, which NaN an add/mul of two NaNs returns is
         # left to LLVM (see ops_float._first_nan_wins): pinning it costs 2-4x on kernels.
         self.fast_copy = False
@@ -379,7 +382,8 @@ class Emitter:
         fn = self.fn
         plan = jam.plan(self.vf, nest) if self.mod.jam_loops else None
         entries = {}
-        for name, unchecked in (("checked", frozenset()), ("fast", frozenset(a.index for a in nest.accesses))):
+        self.nest_loops = {loop.id: loop for loop in nest.loops}
+        for name, unchecked in (("checked", {}), ("fast", {a.index: a for a in nest.accesses})):
             self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
             self.unchecked = unchecked
             self.fast_copy = name == "fast"
@@ -405,7 +409,7 @@ class Emitter:
                     self._lower_block(i, self.block_override[i])
                 jam.emit(self, plan, jam_header, rem_header)
                 self.alias = {}
-        self.block_override, self.unchecked, self.fast_copy = {}, frozenset(), False
+        self.block_override, self.unchecked, self.fast_copy, self.nest_loops = {}, {}, False, {}
         self.b.position_at_end(self.blocks[nest.root.header])
         self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
         ok = all_iterations_in_range(self, nest)

@@ -107,3 +107,32 @@ def all_iterations_in_range(e, nest: Nest):
                                                 const(access_bits.type, 0)))
         ok = b.and_(ok, b.or_(b.not_(runs), good))
     return ok
+
+
+def proven_index(e, access):
+    """The element index of a guarded access, rebuilt from its affine form.
+
+    Same value as the bytecode's own index arithmetic, but as a sum LLVM can see through
+    (scalar evolution finds the stride; the jammed copies' accesses become consecutive and
+    vectorise). The terms are added in the guard's order, where it checked that every
+    partial sum fits in i64 over the whole iteration box, so the arithmetic is `nsw`.
+    """
+    b = e.b
+
+    def expr(node):
+        kind = node[0]
+        if kind == "const":
+            return const(I64, node[1])
+        if kind == "reg":
+            return e.get(Reg("i64", node[2], False, node[2]), "i64")
+        x, y = expr(node[1]), expr(node[2])
+        return {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](x, y, flags=["nsw"])
+
+    index = expr(access.element.b)
+    for loop_id in access.loops:
+        coeff = access.element.coeff(loop_id)
+        if coeff == ("const", 0):
+            continue
+        iv = e.get(Reg("i64", e.nest_loops[loop_id].iv, False, e.nest_loops[loop_id].iv), "i64")
+        index = b.add(index, b.mul(expr(coeff), iv, flags=["nsw"]), flags=["nsw"])
+    return index

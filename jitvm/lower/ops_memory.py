@@ -124,9 +124,13 @@ class BufferView:
     def element_ptr(self, e, index, width: int):
         """Checks one element at `index` and returns its address."""
         b = e.b
-        byte_offset = b.mul(index, const(I64, width))
         if self.proven:
+            from .guard import proven_index
+
+            index = proven_index(e, e.unchecked[e.index])
+            byte_offset = b.mul(index, const(I64, width), flags=["nsw", "nuw"])
             return b.gep(self.data, [byte_offset], source_etype=I8, inbounds=True)
+        byte_offset = b.mul(index, const(I64, width))
         limit = b.lshr(self.length, const(I64, width.bit_length() - 1)) if width > 1 else self.length
         e.check(b.icmp_unsigned("<", index, limit), traps.BUFFER_OUT_OF_RANGE,
                 [byte_offset, width, width, self.length])

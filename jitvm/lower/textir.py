@@ -450,12 +450,13 @@ class IRBuilder:
         return self._insert(Instruction(type_, self.block.function.new_value(), fmt))
 
     # arithmetic
-    def _binop(self, op: str, a, b) -> Instruction:
+    def _binop(self, op: str, a, b, flags=()) -> Instruction:
+        op = " ".join((op, *flags))
         return self._value(a.type, f"{op} {a.type} {a.ref}, {b.ref}")
 
-    def add(self, a, b, name=""): return self._binop("add", a, b)
-    def sub(self, a, b, name=""): return self._binop("sub", a, b)
-    def mul(self, a, b, name=""): return self._binop("mul", a, b)
+    def add(self, a, b, name="", flags=()): return self._binop("add", a, b, flags)
+    def sub(self, a, b, name="", flags=()): return self._binop("sub", a, b, flags)
+    def mul(self, a, b, name="", flags=()): return self._binop("mul", a, b, flags)
     def sdiv(self, a, b, name=""): return self._binop("sdiv", a, b)
     def udiv(self, a, b, name=""): return self._binop("udiv", a, b)
     def srem(self, a, b, name=""): return self._binop("srem", a, b)
