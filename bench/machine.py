@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import multiprocessing
 import subprocess
+import time
 from importlib import metadata
 from pathlib import Path
 
@@ -37,6 +39,31 @@ def _git(repo: Path, *args: str) -> str:
         return "unknown"
 
 
+def _spin(n: int) -> float:
+    start = time.perf_counter()
+    x = 0
+    for i in range(n):
+        x += i
+    return time.perf_counter() - start
+
+
+def parallel_capacity(seconds: float = 0.2) -> float:
+    """How many cores' worth of work N busy processes get done at once right now (N = cores).
+
+    On a machine shared with other jobs this is well under the core count, and then no
+    multi-threaded configuration (IREE's local-task included) can scale: the number puts
+    the all-threads columns in context."""
+    n_cpu = os.cpu_count() or 1
+    n = max(1, int(2_000_000 * seconds / max(_spin(2_000_000), 1e-6)))
+    with multiprocessing.get_context("fork").Pool(n_cpu) as pool:
+        pool.map(_spin, [1000] * n_cpu)  # workers started before timing
+        alone = pool.apply(_spin, (n,))
+        start = time.perf_counter()
+        pool.map(_spin, [n] * n_cpu, chunksize=1)
+        together = time.perf_counter() - start
+    return n_cpu * alone / together
+
+
 def facts() -> dict[str, str]:
     import llvmlite.binding as llvm
 
@@ -48,6 +75,8 @@ def facts() -> dict[str, str]:
         "CPU": f"{cpu_name()} ({platform.machine()})",
         "cores": str(os.cpu_count()),
         "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "parallel capacity at start": f"{parallel_capacity():.2f} of {os.cpu_count()} cores (busy-loop processes, "
+                                      "one per core, against one alone)",
         "OS": platform.platform(),
         "Python": platform.python_version(),
         "numpy": _version("numpy"),

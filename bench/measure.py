@@ -1,14 +1,13 @@
 """One benchmark configuration, run in its own process.
 
-Why a process each: jitvm reads JITVM_THREADS once per process (when its dispatch runner
-is created), IREE's task executor keeps its threads for the process's lifetime, and a
-fresh process is the only honest way to time a cold JIT load. The parent passes a JSON
+Why a process each: IREE's task executor and jitvm's dispatch threads live as long as the
+process, and a fresh process is the only honest way to time a cold JIT load. The parent passes a JSON
 job; this prints one JSON line of timings and saves the outputs for the correctness check.
 
 Job keys: engine ("iree" | "jitvm"), driver (IREE's, e.g. "local-sync"), vmfb, function,
 inputs (.npz, arrays arr_0..), outputs (.npz to write), repeats, min_time (seconds per
 repetition), budget (seconds of timed calls; fewer repetitions, at least 3, when a call
-is slow), threads (IREE local-task workers; jitvm's come from JITVM_THREADS).
+is slow), threads (IREE local-task workers, jitvm's dispatch threads).
 """
 
 from __future__ import annotations
@@ -35,11 +34,9 @@ def _load_iree(job: dict):
 
 def _load_jitvm(job: dict):
     import jitvm
-    from jitvm.lower import dispatch
 
-    module = jitvm.load(job["vmfb"])
-    info = {"backend": module.backend, "threads": dispatch.default_threads()}
-    return module.function(job["function"]), info
+    module = jitvm.load(job["vmfb"], threads=job.get("threads") or None)
+    return module.function(job["function"]), {"backend": module.backend, "threads": job.get("threads")}
 
 
 def _as_list(result) -> list[np.ndarray]:

@@ -48,15 +48,35 @@ def _time_cell(model: dict, key: str) -> str:
     return text
 
 
+def _gap(model: dict) -> str:
+    native = model["configs"].get("llvm-cpu", {})
+    jits = [median_s(c) for k, c in model["configs"].items() if k.startswith("jit") and "per_call_s" in c]
+    if not jits or "per_call_s" not in native:
+        return "-"
+    return f"{min(jits) / median_s(native):.1f}x"
+
+
+def _samples(cfg: dict) -> str:
+    if "per_call_s" not in cfg:
+        return "-"
+    text = f"{len(cfg['per_call_s'])} x {cfg['iterations']}"
+    if cfg.get("cpu_per_call_s"):
+        busy = statistics.median(c / r for c, r in zip(cfg["cpu_per_call_s"], cfg["per_call_s"]) if r > 0)
+        text += f", {busy:.2f} cores"
+    return text
+
+
 def markdown(results: dict) -> str:
     columns = results["columns"]
-    out = [f"# jitvm benchmark results", "",
+    out = ["# jitvm benchmark results", "",
            "Median time per call (warm-up excluded) and, in bold, speed-up over IREE's VMVX interpreter "
            "(local-sync) measured in the same run. Each configuration ran in its own process.", "",
            "```", results["command"], "```", ""]
-    out += _table(["model", "GFLOP"] + [c["label"] for c in columns],
-                  [[m["name"], f"{m['flops'] / 1e9:.3g}"] + [_time_cell(m, c["key"]) for c in columns]
+    out += _table(["model", "GFLOP"] + [c["label"] for c in columns] + ["JIT / llvm-cpu"],
+                  [[m["name"], f"{m['flops'] / 1e9:.3g}"] + [_time_cell(m, c["key"]) for c in columns] + [_gap(m)]
                    for m in results["models"]])
+    out += ["", "JIT / llvm-cpu: the faster JIT column's time over IREE llvm-cpu's: how far the JIT is from "
+            "native code compiled from the same model."]
     out += ["", "## Output checks against IREE's interpreter (local-sync)", "",
             "Bit-exact expected from interpreters of the same bytecode except where a model calls "
             "transcendental functions (softmax: `exp`); llvm-cpu is another compiler, so a relative "
@@ -78,10 +98,12 @@ def markdown(results: dict) -> str:
                      str(stats.get("llvm_functions", "-")), str(stats.get("fallback_functions", 0))])
     out += _table(["model", "cold load", "cached load", "first call", "functions compiled",
                    "functions interpreted (fallback)"], rows)
-    out += ["", "## Samples", "", "Repetitions x calls per repetition behind each median.", ""]
+    out += ["", "## Samples", "", "Repetitions x calls per repetition behind each median, and the cores kept busy "
+            "on average (process CPU time / wall time, median): a multi-threaded configuration near 1.0 did not "
+            "run in parallel, whether for lack of work to split or of an idle core (see parallel capacity below).",
+            ""]
     out += _table(["model"] + [c["label"] for c in columns],
-                  [[m["name"]] + [f"{len(cfg['per_call_s'])} x {cfg['iterations']}" if "per_call_s" in cfg else "-"
-                                  for cfg in (m["configs"].get(c["key"], {}) for c in columns)]
+                  [[m["name"]] + [_samples(cfg) for cfg in (m["configs"].get(c["key"], {}) for c in columns)]
                    for m in results["models"]])
     errors = [(m["name"], c["label"], m["configs"][c["key"]]["error"]) for m in results["models"]
               for c in columns if "error" in m["configs"].get(c["key"], {})]
@@ -123,3 +145,22 @@ def chart(results: dict, path: Path) -> bool:
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Re-renders RESULTS.md and speedups.png from a results.json (e.g. after a report change)."""
+    import argparse
+    import json
+
+    p = argparse.ArgumentParser(prog="python -m bench.report", description=main.__doc__)
+    p.add_argument("results", type=Path, help="a results.json written by bench.run")
+    args = p.parse_args(argv)
+    results = json.loads(args.results.read_text())
+    (args.results.parent / "RESULTS.md").write_text(markdown(results))
+    chart(results, args.results.parent / "speedups.png")
+    print(f"wrote {args.results.parent / 'RESULTS.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

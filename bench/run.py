@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,6 @@ class Config:
     engine: str  # "iree" or "jitvm"
     target: str  # iree-compile target of the module it runs
     driver: str = ""
-    env: dict = field(default_factory=dict)
     threads: int = 0
     rtol: float = compare.SAME_BYTECODE_RTOL
 
@@ -53,8 +52,8 @@ class Config:
 COLUMNS = [  # table order
     Config("interp-sync", "IREE interp local-sync", "iree", "vmvx", "local-sync"),
     Config("interp-task", f"IREE interp local-task ({THREADS} thr)", "iree", "vmvx", "local-task", threads=THREADS),
-    Config("jit-1", "jitvm JIT 1 thr", "jitvm", "vmvx", env={"JITVM_THREADS": "1"}),
-    Config("jit-all", f"jitvm JIT {THREADS} thr", "jitvm", "vmvx", env={"JITVM_THREADS": str(THREADS)}),
+    Config("jit-1", "jitvm JIT 1 thr", "jitvm", "vmvx", threads=1),
+    Config("jit-all", f"jitvm JIT {THREADS} thr", "jitvm", "vmvx", threads=THREADS),
     Config("llvm-cpu", f"IREE llvm-cpu local-task ({THREADS} thr)", "iree", "llvm-cpu", "local-task",
            threads=THREADS, rtol=compare.NATIVE_RTOL),
 ]
@@ -109,11 +108,12 @@ def run_model(spec: ModelSpec, args, work: Path) -> dict:
             job = {"engine": c.engine, "driver": c.driver, "vmfb": str(modules[c.target]), "function": spec.function,
                    "inputs": str(work / "inputs.npz"), "outputs": str(work / f"{key}-{rnd}.npz"),
                    "repeats": args.repeats, "min_time": args.min_time, "budget": args.budget, "threads": c.threads}
-            r = run_job(job, {**c.env, "JITVM_CACHE_DIR": str(jit_cache)}, args.timeout)
+            r = run_job(job, {"JITVM_CACHE_DIR": str(jit_cache)}, args.timeout)
             if rnd == 0:
                 results[key] = r
             elif "per_call_s" in r and "per_call_s" in results.get(key, {}):
-                results[key]["per_call_s"] += r["per_call_s"]
+                for samples in ("per_call_s", "cpu_per_call_s"):
+                    results[key][samples] += r[samples]
             print(f"  {key:12} " + (f"ERROR {r['error']}" if "error" in r else
                                     f"{np.median(r['per_call_s']) * 1e3:10.3f} ms  (load {r['load_s']:.2f} s, "
                                     f"{len(r['per_call_s'])} x {r['iterations']})"), flush=True)
@@ -178,8 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         models.append(run_model(spec, args, work / spec.name))
     results = {"command": "python -m bench.run " + shlex.join(argv), "facts": facts,
                "columns": [{"key": c.key, "label": c.label} for c in COLUMNS], "models": models,
-               "notes": [f"IREE local-task uses --task_topology_group_count={THREADS}; jitvm's threads come from "
-                         "JITVM_THREADS; inputs are numpy arrays passed on every call, outputs fetched to numpy "
+               "notes": [f"IREE local-task uses --task_topology_group_count={THREADS}; jitvm's dispatch threads "
+                         "are set with jitvm.load(..., threads=N); inputs are numpy arrays passed on every call, outputs fetched to numpy "
                          "inside the timed call, for every configuration alike",
                          f"repetitions: --repeats {args.repeats}, --rounds {args.rounds}, at least "
                          f"{args.min_time} s per repetition (fast calls batched), at most {args.budget:.0f} s of "

@@ -115,16 +115,12 @@ def _min_time(text: str) -> tuple[float, int | None]:
 
 
 def cmd_benchmark(args) -> int:
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ArgumentError("--threads must be at least 1")
-        os.environ["JITVM_THREADS"] = str(args.threads)  # read when the JIT creates its dispatch runner
     from .api import load
     from .cli import resolve_path
     from .cli_exec import _single_function, _vm_arguments
 
     min_time, iterations = _min_time(args.benchmark_min_time)
-    module = load(resolve_path(args.file), backend=args.backend)
+    module = load(resolve_path(args.file), backend=args.backend, threads=args.threads)
     name = args.function or _single_function(module)
     fn = module.function(name)
     vm_args = _vm_arguments(fn, args.input or [])
@@ -133,9 +129,9 @@ def cmd_benchmark(args) -> int:
         fn.vm_function.call(vm_args)
 
     call()  # warm-up: first-touch of buffers and anything compiled lazily
-    threads = os.environ.get("JITVM_THREADS") or os.cpu_count()
+    threads = args.threads or os.environ.get("JITVM_THREADS") or os.cpu_count()
     print(f"jitvm benchmark: {args.file} @{name}, backend {module.backend}"
-          + (f", JITVM_THREADS={threads}" if module.backend == "jit" else ""), file=sys.stderr)
+          + (f", {threads} dispatch threads" if module.backend == "jit" else ""), file=sys.stderr)
     runs = measure(call, max(1, args.benchmark_repetitions), min_time, iterations)
     print("\n".join(format_report(name, runs)))
     return 0
@@ -152,7 +148,8 @@ def add_subcommands(sub) -> None:
                    help="repetitions; more than one adds mean/median/stddev/cv rows")
     b.add_argument("--benchmark_min_time", default="0.5s", metavar="0.5s|Nx",
                    help="grow iterations until one repetition lasts this long, or run exactly N")
-    b.add_argument("--threads", type=int, metavar="N", help="dispatch threads for the JIT (default: all cores)")
+    b.add_argument("--threads", type=int, metavar="N",
+                   help="dispatch threads for the JIT (default: JITVM_THREADS, else all cores)")
     b.add_argument("--backend", default="jit", help=BACKEND_HELP)
     b.set_defaults(run=cmd_benchmark)
 
