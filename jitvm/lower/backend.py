@@ -51,11 +51,15 @@ class _Progress:
 class JitBackend:
     name = "jit"
 
-    def __init__(self, speed: int = 2, use_cache: bool = True, progress: bool = True, threads: int | None = None):
+    def __init__(self, speed: int = 2, use_cache: bool = True, progress: bool = True, threads: int | None = None,
+                 loop_steps: dict | None = None):
         self.speed = speed
         self.use_cache = use_cache
         self.progress = progress
         self.threads = threads
+        # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
+        # version_loops, jam_loops, affine_indices (ModuleLowering) and slp (the compiler).
+        self.loop_steps = dict(loop_steps or {})
         self.target = targets.host()
         self._runner = None
 
@@ -71,7 +75,7 @@ class JitBackend:
         """Optimization levels: modules with loops get the full pipeline; straight-line host
         code (run once per call, dominated by imports) is compiled quickly instead."""
         if compiler.has_loops(loaded.verified):
-            return {"speed": self.speed, "codegen": 2}
+            return {"speed": self.speed, "codegen": 2, **self.loop_steps}
         return {"speed": 1, "codegen": 0}
 
     def compile(self, loaded: LoadedModule) -> tuple[list[bytes], dict]:
@@ -89,11 +93,14 @@ class JitBackend:
                              f"{f', {len(groups)} groups in parallel' if len(groups) > 1 else ''})") \
             if self.progress else None
         try:
-            lowered = [ModuleLowering(loaded.verified, f"{k[:16]}g{i}").lower(group) for i, group in enumerate(groups)]
+            steps = {n: options[n] for n in ("version_loops", "jam_loops", "affine_indices") if n in options}
+            lowered = [ModuleLowering(loaded.verified, f"{k[:16]}g{i}", **steps).lower(group)
+                       for i, group in enumerate(groups)]
             texts = [str(lm) for lm in lowered]
 
             def build(text):  # LLVM releases the GIL: groups compile on all cores
-                mod = compiler.optimize(text, self.target, options["speed"], options["codegen"])
+                mod = compiler.optimize(text, self.target, options["speed"], options["codegen"],
+                                        options.get("slp", True))
                 return compiler.emit_object(mod, self.target, options["codegen"])
 
             if len(texts) > 1:

@@ -17,14 +17,15 @@ from . import target as targets
 _load_lock = threading.Lock()
 
 
-def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int = 2) -> llvm.ModuleRef:
+def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int = 2,
+             slp: bool = True) -> llvm.ModuleRef:
     tm = targets.machine(target, codegen)
     mod = llvm.parse_assembly(ir_text)
     mod.triple = target.triple
     mod.data_layout = str(tm.target_data)
     mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=speed)
-    pto.slp_vectorization = speed >= 2  # off by default in llvmlite; it packs the jammed copies
+    pto.slp_vectorization = slp and speed >= 2  # off by default in llvmlite; it packs the jammed copies
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)

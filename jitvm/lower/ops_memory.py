@@ -125,9 +125,10 @@ class BufferView:
         """Checks one element at `index` and returns its address."""
         b = e.b
         if self.proven:
-            from .guard import proven_index
+            if e.mod.affine_indices:
+                from .guard import proven_index
 
-            index = proven_index(e, e.unchecked[e.index])
+                index = proven_index(e, e.unchecked[e.index])
             byte_offset = b.mul(index, const(I64, width), flags=["nsw", "nuw"])
             return b.gep(self.data, [byte_offset], source_etype=I8, inbounds=True)
         byte_offset = b.mul(index, const(I64, width))
