@@ -43,3 +43,19 @@ def test_cache_clear_command(corpus_by_name, tmp_path):
                          env=env, check=True).stdout
     assert out.startswith("removed 1 cached modules")
     assert not any(tmp_path.glob("*/*"))
+
+
+def test_cache_is_bounded_least_recently_used_first(corpus_by_name, tmp_path, monkeypatch):
+    """Past JITVM_CACHE_MAX_MB, storing an entry drops the entries used longest ago."""
+    from jitvm.lower import cache
+
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path))
+    blob = [b"\0" * 300_000]
+    for i, k in enumerate(("aa01", "aa02", "aa03")):
+        cache.store(k, blob, {"n": i})
+        os.utime(tmp_path / "aa" / k, (1000 + i, 1000 + i))  # stored in this order, long ago
+    assert cache.load("aa01") is not None  # used now: the most recent
+    monkeypatch.setenv("JITVM_CACHE_MAX_MB", "1")  # room for three entries of 300 kB
+    cache.store("aa04", blob, {"n": 3})
+    left = sorted(p.name for p in tmp_path.glob("*/*"))
+    assert left == ["aa01", "aa03", "aa04"]

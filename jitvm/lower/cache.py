@@ -3,7 +3,9 @@
 Key: the module's FlatBuffer bytes, jitvm's version and lowering sources, the LLVM
 version, the target CPU and features, and the compile options. Location: $JITVM_CACHE_DIR,
 else the user cache directory ($XDG_CACHE_HOME/jitvm or ~/.cache/jitvm). Entries are
-written atomically; a corrupt or partial entry is ignored and rebuilt.
+written atomically; a corrupt or partial entry is ignored and rebuilt. Every change to
+jitvm's sources makes new keys, so the cache is bounded: past $JITVM_CACHE_MAX_MB (default
+1024) the least recently used entries go when a new one is stored.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import llvmlite.binding as llvm
 from .. import __version__
 
 FORMAT = "jitvm-cache-2"
+DEFAULT_MAX_MB = 1024
 
 
 def cache_dir() -> Path:
@@ -66,6 +69,10 @@ def load(k: str) -> tuple[list[bytes], dict] | None:
         return None
     if meta.get("format") != FORMAT or [len(o) for o in objects] != meta.get("sizes"):
         return None
+    try:
+        os.utime(d)  # recently used: pruned last
+    except OSError:
+        pass
     return objects, meta
 
 
@@ -81,8 +88,43 @@ def store(k: str, objects: list[bytes], meta: dict) -> None:
             os.replace(tmp, final)
         except OSError:  # another process stored it first
             shutil.rmtree(tmp, ignore_errors=True)
+        prune(max_bytes())
     except OSError:
         pass  # a read-only or full disk only costs recompilation
+
+
+def max_bytes() -> int:
+    try:
+        return int(float(os.environ.get("JITVM_CACHE_MAX_MB", DEFAULT_MAX_MB)) * (1 << 20))
+    except ValueError:
+        return DEFAULT_MAX_MB << 20
+
+
+def entries() -> list[tuple[float, int, Path]]:
+    """(last use, size in bytes, directory) of every entry."""
+    out = []
+    for d in cache_dir().glob("*/*"):
+        if d.name.startswith(".tmp-"):
+            continue
+        try:
+            out.append((d.stat().st_mtime, sum(f.stat().st_size for f in d.iterdir()), d))
+        except OSError:
+            continue
+    return out
+
+
+def prune(limit: int) -> int:
+    """Removes least recently used entries until the cache holds at most `limit` bytes."""
+    found = sorted(entries())
+    total = sum(size for _, size, _ in found)
+    removed = 0
+    for _, size, d in found:
+        if total <= limit:
+            break
+        shutil.rmtree(d, ignore_errors=True)
+        total -= size
+        removed += 1
+    return removed
 
 
 def clear() -> int:
