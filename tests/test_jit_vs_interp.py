@@ -142,3 +142,14 @@ def test_mlir_corpus(corpus_module, name):
             elif a[0] == "ok" and (len(a[1]) != len(b[1]) or not all(map(_same_api_value, a[1], b[1]))):
                 problems.append(f"round {round_} {call}: results differ")
     assert not problems, "\n".join(problems)
+
+
+def test_yielding_functions(corpus_by_name, backends):
+    """vm.yield and vm.call.yieldable (IREE's own invoke never returns from these, so the
+    corpus does not call them under the oracle): both backends resume and agree."""
+    cm = corpus_by_name["vmasm/yield_variadic"]
+    calls = [("yield_twice", [5]), ("yield_twice", [-3]), ("yieldable_call", [7]), ("yieldable_call", [0])]
+    assert not compare_raw_calls(cm.vmfb, calls, backends)
+    _ctx, jit = instantiate(cm.vmfb, backends["jit"])
+    assert jit.lookup("yield_twice").call([5]) == [12]
+    assert jit.lookup("yieldable_call").call([7]) == [21, 14, 121]
