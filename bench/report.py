@@ -140,7 +140,7 @@ def chart(results: dict, path: Path) -> bool:
     ax.set_xticks(range(len(models)), [m["name"] for m in models], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("speed-up over IREE interpreter (local-sync), log scale")
     ax.set_title("jitvm vs IREE: median time per call, ratios within one run")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: bars reach the top
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
