@@ -27,7 +27,9 @@ def _llvm_unary(e, name: str, ty: str, x):
 
 
 def _libm(e, name: str, ty: str, *args):
-    return e.b.call(e.runtime(name + _SUFFIX[ty]), list(args))
+    """A call of the host libm function (`nobuiltin`: LLVM must not fold it at compile time,
+    where it would compute e.g. atan2f in double and round, 1 ulp away from glibc's)."""
+    return e.b.call(e.runtime(name + _SUFFIX[ty]), list(args), attrs=("nobuiltin",))
 
 
 _QUIET_BIT = {"f32": 1 << 22, "f64": 1 << 51}
@@ -54,6 +56,31 @@ def _first_nan_wins(e, ty: str, a, result):
     return e.b.select(e.b.fcmp_unordered("uno", a, a), _quiet(e, ty, a), result)
 
 
+def _host_default_nan() -> float:
+    """The NaN this machine's FPU makes from non-NaN operands (x86: negative, quiet, no
+    payload), computed at run time here as IREE's C computes at run time."""
+    inf = float("inf")
+    return inf - inf
+
+
+_DEFAULT_NAN = _host_default_nan()
+
+
+def _invalid_nan(e, ty: str, result, *operands):
+    """`result`, except that a NaN made from non-NaN operands (0/0, inf-inf, 0*inf, sqrt(-1))
+    is the FPU's default NaN: LLVM's constant folder would make a positive one. Not in the
+    guarded fast copy of a loop nest (see `_first_nan_wins`), where a folded NaN of two
+    constant operands may come out with the other sign."""
+    if e.fast_copy:
+        return result
+    b = e.b
+    ordered = b.fcmp_ordered("ord", operands[0], operands[0])
+    for x in operands[1:]:
+        ordered = b.and_(ordered, b.fcmp_ordered("ord", x, x))
+    made = b.and_(b.fcmp_unordered("uno", result, result), ordered)
+    return b.select(made, const(BANK_TYPE[ty], _DEFAULT_NAN), result)
+
+
 def _round_even(e, ty: str, x):
     """IREE rounds ties away from zero and then steps back to even, so -0.5 gives +0.0."""
     t = BANK_TYPE[ty]
@@ -62,10 +89,10 @@ def _round_even(e, ty: str, x):
 
 
 _BINARY = {
-    "add": lambda e, ty, a, b: _first_nan_wins(e, ty, a, e.b.fadd(a, b)),
-    "sub": lambda e, ty, a, b: e.b.fsub(a, b),
-    "mul": lambda e, ty, a, b: _first_nan_wins(e, ty, a, e.b.fmul(a, b)),
-    "div": lambda e, ty, a, b: e.b.fdiv(a, b),
+    "add": lambda e, ty, a, b: _first_nan_wins(e, ty, a, _invalid_nan(e, ty, e.b.fadd(a, b), a, b)),
+    "sub": lambda e, ty, a, b: _invalid_nan(e, ty, e.b.fsub(a, b), a, b),
+    "mul": lambda e, ty, a, b: _first_nan_wins(e, ty, a, _invalid_nan(e, ty, e.b.fmul(a, b), a, b)),
+    "div": lambda e, ty, a, b: _invalid_nan(e, ty, e.b.fdiv(a, b), a, b),
     "rem": lambda e, ty, a, b: _libm(e, "remainder", ty, a, b),
     "atan2": lambda e, ty, a, b: _libm(e, "atan2", ty, a, b),
     "pow": lambda e, ty, a, b: _libm(e, "pow", ty, a, b),
@@ -81,8 +108,8 @@ _UNARY = {
     "floor": lambda e, ty, x: _llvm_unary(e, "floor", ty, x),
     "round": lambda e, ty, x: _llvm_unary(e, "round", ty, x),
     "round.{t}.even": _round_even,
-    "sqrt": lambda e, ty, x: _llvm_unary(e, "sqrt", ty, x),
-    "rsqrt": lambda e, ty, x: e.b.fdiv(const(BANK_TYPE[ty], 1.0), _llvm_unary(e, "sqrt", ty, x)),
+    "sqrt": lambda e, ty, x: _invalid_nan(e, ty, _llvm_unary(e, "sqrt", ty, x), x),
+    "rsqrt": lambda e, ty, x: _invalid_nan(e, ty, e.b.fdiv(const(BANK_TYPE[ty], 1.0), _llvm_unary(e, "sqrt", ty, x)), x),
 }
 for _fn in ("atan", "cos", "sin", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2", "tanh", "erf"):
     _UNARY[_fn] = (lambda name: lambda e, ty, x: _libm(e, name, ty, x))(_fn)
@@ -111,7 +138,7 @@ def _fma(e, ins):
     t = BANK_TYPE[ty]
     a, b, c = (e.get(ins[n], ty) for n in ("first", "second", "third"))
     if FUSED_FMA:
-        r = e.b.call(e.mod.intrinsic(f"llvm.fma.{_LLVM[ty]}", t, [t, t, t]), [a, b, c])
+        r = _invalid_nan(e, ty, e.b.call(e.mod.intrinsic(f"llvm.fma.{_LLVM[ty]}", t, [t, t, t]), [a, b, c]), a, b, c)
     else:
         r = _BINARY["add"](e, ty, _BINARY["mul"](e, ty, a, b), c)
     e.set(ins["result"], r, ty)

@@ -553,7 +553,7 @@ class IRBuilder:
         ftype = fn.function_type
         args = ", ".join(f"{a.type} {a.ref}" for a in args)
         ret = ftype.return_type
-        text = f"call {ret} {fn.ref}({args})"
+        text = f"call {ret} {fn.ref}({args})" + "".join(f" {a}" for a in attrs)
         if isinstance(ret, VoidType):
             return self._insert(Instruction(ret, "", text))
         return self._value(ret, text)
