@@ -19,7 +19,7 @@ from ..runtime.nativelib import BUFFER_TYPE_ID
 from ..runtime.semantics import MAX_CALL_DEPTH
 from ..verify.model import VerifiedFunction
 from . import registry
-from .loops import find_nests
+from .loops import find_nests, written_slots
 
 I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
 F32, F64 = ir.FloatType(), ir.DoubleType()
@@ -100,6 +100,7 @@ class Emitter:
         self.alias: dict = {}  # (buffer register, jammed copy) -> (scope, noalias) metadata
         self.jam_copy = None  # which jammed copy is being lowered (None: the remainder loop)
         self._depth_ptr = None
+        self._owned_refs: list[int] | None = None
 
     # --- registers ------------------------------------------------------------------------------
 
@@ -200,6 +201,10 @@ class Emitter:
             b = ir.IRBuilder(self.entry)
             b.position_at_start(self.entry)
             slots = {n: opaque_alloca(b, t, f"r{index}_{n}", 8) for n, t in self._SHADOW_FIELDS}
+            # A register read before anything is written to it holds null (the register file
+            # starts zeroed): its facts start as "no buffer", never as uninitialized memory.
+            for n, t in self._SHADOW_FIELDS:
+                b.store(const(t, None) if t == PTR else const(t, 0), slots[n])
             self.shadow[index] = slots
         return slots
 
@@ -455,8 +460,19 @@ class Emitter:
                 v = b.load(p, typ=BANK_TYPE[bank])
                 self.set(Reg(bank, index, False, index), v, bank)
 
+    def owned_refs(self) -> list[int]:
+        """The ref registers that can hold a reference when the function leaves: its ref
+        arguments and every register something writes. The others stay null (the file starts
+        zeroed), so returns and unwinds release only these: a descriptor may declare up to
+        16383 ref registers, and releasing each one at every exit made compile time explode."""
+        if self._owned_refs is None:
+            _, written = written_slots(self.vf, range(len(self.vf.blocks)))
+            args = {index for bank, index in argument_registers(self.vf.cconv.args) if bank == "ref"}
+            self._owned_refs = sorted(r for r in written | args if r < self.vf.ref_registers)
+        return self._owned_refs
+
     def release_all_refs(self) -> None:
-        for i in range(self.vf.ref_registers):
+        for i in self.owned_refs():
             slot = self.ref_slot(i)
             self.release(self.b.load(slot, typ=PTR))
             self.b.store(const(PTR, None), slot)
