@@ -10,9 +10,16 @@ Used by the verifier's property test and by `bench/mutant_campaign.py`:
   the rest of its batch is resent.
 - `CHECKS` are what a worker does with a mutant: "jitvm" (load_module + verify_module, then
   render every verified instruction) or "iree" (IREE's loader, `VmModule.copy_buffer`).
-- `RUNNERS` is the hook for running accepted mutants: once the interpreter / JIT exist, they
-  register a function here (name -> runner(verified_module)) and `--run NAME` calls every
-  accepted mutant's exports through it; a runner may return or raise jitvm.Error.
+- `RUNNERS` runs accepted mutants: name -> runner(verified_module, data) -> counts (a dict
+  such as {"calls": 7, "traps": 3}). tests/mutant_runners.py registers "interp" and "jit",
+  which call every export under that backend; a runner may return or raise jitvm.Error.
+- Phases and budgets: a worker says what it is doing (`phase("compile")`, `phase("call",
+  "f zeros")`, ...) so a timeout is charged to the right place. No answer within the budget
+  of "load" (decode + verify) or "compile" (backend preparation) is a HANG, a jitvm bug; a
+  call (or `__init`) past its budget is SLOW_CALL, which mutants may legitimately cause (a
+  mutated loop bound), and is counted apart. A crash in any phase is a CRASH.
+
+Every outcome is (status, detail, counts).
 """
 
 from __future__ import annotations
@@ -30,6 +37,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 ACCEPTED, REJECTED, BUG, CRASH, HANG = "accepted", "rejected", "bug", "crash", "hang"
+SLOW_CALL = "slow_call"  # accepted; one of its calls ran past the call budget (and was stopped)
+
+# Phases a worker reports; a timeout in one of SLOW_PHASES is SLOW_CALL, elsewhere a HANG.
+PHASES = ("load", "compile", "init", "call")
+SLOW_PHASES = ("init", "call")
 
 # Where mutations land: most in the bytecode and the function descriptors, where the
 # verifier's rules live; the rest anywhere in the file (tables, envelope, rodata).
@@ -84,7 +96,20 @@ def mutate(seed: Seed, rng: random.Random) -> tuple[bytes, tuple[tuple[int, int,
 # --- what a worker does with one mutant ---------------------------------------------------
 
 RUNNERS: dict[str, Callable] = {}
-"""name -> runner(verified_module): calls the module's exports; returns or raises jitvm.Error"""
+"""name -> runner(verified_module, data) -> counts: calls the module's exports; returns or
+raises jitvm.Error"""
+
+_phase_sink: Callable | None = None  # set in a worker for the mutant it is on
+
+
+def phase(name: str, what: str = "", counts: dict | None = None) -> None:
+    """Tells the parent what this worker is doing now (a no-op outside a pool worker).
+
+    `name` is one of PHASES; `what` names the thing (an export and its argument set);
+    `counts` so far are kept by the parent in case the worker never answers again.
+    """
+    if _phase_sink is not None:
+        _phase_sink(name, what, counts)
 
 
 def _check_jitvm(data: bytes, options: dict) -> tuple[str, str]:
@@ -105,13 +130,14 @@ def _check_jitvm(data: bytes, options: dict) -> tuple[str, str]:
         return BUG, traceback.format_exc()
     runner = options.get("run")
     if runner:
+        counts: dict = {}
         try:
-            RUNNERS[runner](verified)
+            counts = RUNNERS[runner](verified, data) or {}
         except jitvm.Error as e:
-            return ACCEPTED, f"ran; raised {type(e).__name__}: {e}"
+            return ACCEPTED, f"ran; raised {type(e).__name__}: {e}", {"runner_errors": 1}
         except Exception:  # noqa: BLE001
-            return BUG, traceback.format_exc()
-        return ACCEPTED, "ran"
+            return BUG, traceback.format_exc(), counts
+        return ACCEPTED, "ran", counts
     return ACCEPTED, ""
 
 
@@ -141,6 +167,9 @@ def _check_selftest(data: bytes, options: dict) -> tuple[str, str]:
         os.kill(os.getpid(), signal.SIGSEGV)
     if data == b"hang":
         time.sleep(3600)
+    if data == b"slow":
+        phase("call", "selftest", {"calls": 1})
+        time.sleep(3600)
     return ACCEPTED, data.decode(errors="replace")
 
 
@@ -151,7 +180,13 @@ CHECKS: dict[str, Callable[[bytes, dict], tuple[str, str]]] = {
 # --- the pool -----------------------------------------------------------------------------
 
 def _worker(conn, check: str, options: dict) -> None:
+    global _phase_sink
     fn = CHECKS[check]
+    if options.get("memory_limit"):  # a mutant may legitimately ask for a huge buffer
+        import resource
+
+        limit = int(options["memory_limit"])
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if options.get("run"):
         import importlib
 
@@ -165,7 +200,11 @@ def _worker(conn, check: str, options: dict) -> None:
         if batch is None:
             return
         for key, data in batch:
-            conn.send((key, fn(data, options)))
+            _phase_sink = lambda name, what, counts, key=key: conn.send(  # noqa: E731
+                ("phase", key, name, what, dict(counts or {})))
+            status, detail, *rest = fn(data, options)
+            _phase_sink = None
+            conn.send(("done", key, (status, detail, dict(rest[0]) if rest else {})))
 
 
 class _Worker:
@@ -176,6 +215,11 @@ class _Worker:
         child.close()
         self.pending: deque = deque()  # (key, data) sent, not yet answered, in order
         self.last = time.monotonic()
+        self.at_start()
+
+    def at_start(self) -> None:
+        """The state at the start of a mutant: loading it, nothing counted."""
+        self.phase, self.what, self.counts = "load", "", {}
 
     def send(self, batch) -> None:
         self.pending.extend(batch)
@@ -196,15 +240,20 @@ class PoolStats:
 
 
 class MutantPool:
-    """Runs `check` on mutants in `workers` child processes; yields (key, (status, detail))."""
+    """Runs `check` on mutants in `workers` child processes; yields (key, (status, detail, counts)).
+
+    `timeout` is the budget of the "load" phase (and of any phase without its own budget);
+    `budgets` maps other phases to seconds, e.g. {"compile": 60, "init": 2, "call": 2}.
+    """
 
     def __init__(self, check: str, workers: int = 2, timeout: float = 10.0, batch: int = 16,
-                 options: dict | None = None):
+                 options: dict | None = None, budgets: dict | None = None):
         methods = multiprocessing.get_all_start_methods()
         self.ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
         self.check = check
         self.size = max(1, workers)
         self.timeout = timeout
+        self.budgets = dict(budgets or {})
         self.batch = batch
         self.options = dict(options or {})
         self.workers: list[_Worker] = []
@@ -228,7 +277,10 @@ class MutantPool:
     def _spawn(self) -> _Worker:
         return _Worker(self.ctx, self.check, self.options)
 
-    def run(self, items: Iterable[tuple[object, bytes]]) -> Iterator[tuple[object, tuple[str, str]]]:
+    def budget(self, phase_name: str) -> float:
+        return self.budgets.get(phase_name, self.timeout)
+
+    def run(self, items: Iterable[tuple[object, bytes]]) -> Iterator[tuple[object, tuple[str, str, dict]]]:
         todo: deque = deque(items)
         while len(self.workers) < self.size:
             self.workers.append(self._spawn())
@@ -244,15 +296,19 @@ class MutantPool:
                     continue
                 if w.conn in ready:
                     try:
-                        key, outcome = w.conn.recv()
+                        kind, key, *message = w.conn.recv()
                     except (EOFError, OSError):
                         yield self._replace(i, CRASH)
                         continue
-                    w.pending.popleft()
                     w.last = now
-                    yield key, outcome
-                elif now - w.last > self.timeout:
-                    yield self._replace(i, HANG)
+                    if kind == "phase":
+                        w.phase, w.what, w.counts = message
+                        continue
+                    w.pending.popleft()
+                    w.at_start()
+                    yield key, message[0]
+                elif now - w.last > self.budget(w.phase):
+                    yield self._replace(i, SLOW_CALL if w.phase in SLOW_PHASES else HANG)
 
     def _replace(self, i: int, status: str):
         """The worker's current mutant is the culprit; restart it with the rest of its batch."""
@@ -264,7 +320,15 @@ class MutantPool:
         new = self.workers[i] = self._spawn()
         if rest:
             new.send(rest)
-        detail = f"worker exit code {exitcode}" if status == CRASH else f"no answer in {self.timeout:g} s"
-        if exitcode is not None and exitcode < 0:
-            detail = f"killed by signal {signal.Signals(-exitcode).name}" if status == CRASH else detail
-        return key, (status, detail)
+        where = f"{old.phase} {old.what}".strip()
+        if status == CRASH:
+            detail = f"worker exit code {exitcode}"
+            if exitcode is not None and exitcode < 0:
+                detail = f"killed by signal {signal.Signals(-exitcode).name}"
+            detail += f" during {where}"
+        else:
+            detail = f"{where}: no answer in {self.budget(old.phase):g} s"
+        counts = dict(old.counts)
+        if status == SLOW_CALL:
+            counts["slow_calls"] = counts.get("slow_calls", 0) + 1
+        return key, (status, detail, counts)

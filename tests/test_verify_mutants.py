@@ -1,13 +1,20 @@
-"""Whatever bytes come in, loading and verifying either succeeds or raises jitvm.Error.
+"""Whatever bytes come in, loading and verifying either succeeds or raises jitvm.Error, and
+what verifies runs under both backends returning or raising jitvm.Error.
 
 Mutants (1-3 changed bytes, mostly in the bytecode and the function descriptors) of every
 corpus module and VMVX executable run in worker processes, so a segfault or a hang would be
-counted against the property instead of killing pytest. The 10,000-mutant campaign that
-also compares with IREE's loader is slow-marked; `bench/mutant_campaign.py` runs it by hand.
+counted against the property instead of killing pytest. Accepted mutants (one in RUN_EVERY,
+picked by their bytes so hypothesis can replay them) then have every export called under
+the reference interpreter and the JIT (tests/mutant_runners.py): calls may return or trap, a
+call may run past its budget (a mutated loop bound), but nothing may crash, hang while
+loading or compiling, or raise anything but jitvm.Error; both backends must agree on every
+call's outcome. The 10,000-mutant campaign that also compares with IREE's loader is
+slow-marked; `bench/mutant_campaign.py` runs it (and the backends' campaigns) by hand.
 """
 
 from __future__ import annotations
 
+import zlib
 from functools import lru_cache
 
 import pytest
@@ -15,7 +22,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.corpus import build_corpus
-from tests.mutation import ACCEPTED, CRASH, HANG, REGION_WEIGHTS, REJECTED, MutantPool, seed_from_file
+from tests.mutation import (ACCEPTED, CRASH, HANG, REGION_WEIGHTS, REJECTED, SLOW_CALL, MutantPool,
+                            seed_from_file)
+
+RUN_EVERY = 2  # accepted mutants whose bytes' CRC32 is 0 modulo this are also run
+RUN_BUDGETS = {"compile": 30.0, "init": 1.0, "call": 1.0}
+RUN_MEMORY_LIMIT = 4 << 30
 
 
 @lru_cache(maxsize=1)
@@ -49,20 +61,65 @@ def pool():
         yield p
 
 
+@pytest.fixture(scope="module")
+def runner_pools():
+    """One worker per backend (the two run side by side on two cores)."""
+    pools = {name: MutantPool("jitvm", workers=1, timeout=30.0, batch=8, budgets=RUN_BUDGETS,
+                              options={"run": name, "runner_modules": ("tests.mutant_runners",),
+                                       "memory_limit": RUN_MEMORY_LIMIT})
+             for name in ("interp", "jit")}
+    try:
+        yield pools
+    finally:
+        for p in pools.values():
+            p.close()
+
+
+def _run_under_backends(pools, batch, indices) -> list:
+    """Runs batch[i] for i in indices under every backend; the failures found."""
+    runs = {name: p.run((i, batch[i][2]) for i in indices) for name, p in pools.items()}
+    outcomes = {name: {} for name in pools}
+    pending = dict(runs)
+    while pending:  # interleave the two pools so both workers are busy
+        for name, it in list(pending.items()):
+            try:
+                key, outcome = next(it)
+            except StopIteration:
+                del pending[name]
+                continue
+            outcomes[name][key] = outcome
+    failures = [(name, batch[i][0], batch[i][1], status, detail) for name, got in outcomes.items()
+                for i, (status, detail, _) in got.items() if status not in (ACCEPTED, SLOW_CALL)]
+    for i in indices:  # both backends ran it to the end: same outcome of every call
+        got = {name: outcomes[name][i] for name in pools}
+        if all(o[0] == ACCEPTED for o in got.values()):
+            digests = {name: o[2].get("digest") for name, o in got.items()}
+            if len(set(digests.values())) > 1:
+                failures.append(("interp vs jit", batch[i][0], batch[i][1], "outcomes differ", digests))
+    return failures
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(batch=st.lists(mutants(), min_size=1, max_size=8))
-def test_mutants_are_rejected_with_jitvm_errors_or_verify(pool, batch):
+def test_mutants_are_rejected_with_jitvm_errors_or_verify(pool, runner_pools, batch):
     outcomes = dict(pool.run((i, data) for i, (_, _, data) in enumerate(batch)))
-    failures = [(batch[i][0], batch[i][1], status, detail) for i, (status, detail) in outcomes.items()
+    failures = [(batch[i][0], batch[i][1], status, detail) for i, (status, detail, _) in outcomes.items()
                 if status not in (ACCEPTED, REJECTED)]
     assert not failures, failures
+    run = [i for i, (status, _, _) in outcomes.items()
+           if status == ACCEPTED and zlib.crc32(batch[i][2]) % RUN_EVERY == 0]
+    if run:
+        failures = _run_under_backends(runner_pools, batch, run)
+        assert not failures, failures
 
 
 def test_pool_counts_crashes_and_hangs_without_dying():
-    items = [(i, d) for i, d in enumerate([b"a", b"crash", b"b", b"hang", b"c", b"crash"])]
-    with MutantPool("selftest", workers=2, timeout=1.0, batch=3) as p:
-        out = {k: status for k, (status, _) in p.run(items)}
-    assert out == {0: ACCEPTED, 1: CRASH, 2: ACCEPTED, 3: HANG, 4: ACCEPTED, 5: CRASH}
+    items = [(i, d) for i, d in enumerate([b"a", b"crash", b"b", b"hang", b"c", b"crash", b"slow", b"d"])]
+    with MutantPool("selftest", workers=2, timeout=1.0, batch=3, budgets={"call": 0.5}) as p:
+        out = {k: (status, counts) for k, (status, _, counts) in p.run(items)}
+    assert {k: status for k, (status, _) in out.items()} == {
+        0: ACCEPTED, 1: CRASH, 2: ACCEPTED, 3: HANG, 4: ACCEPTED, 5: CRASH, 6: SLOW_CALL, 7: ACCEPTED}
+    assert out[6][1] == {"calls": 1, "slow_calls": 1}  # what the worker reported before it stopped answering
 
 
 @pytest.mark.slow
@@ -74,3 +131,13 @@ def test_campaign_of_ten_thousand_mutants():
     assert report.total == 10_000
     for status in ("crash", "hang", "bug"):
         assert report.jitvm[status] == 0, report.examples(status)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["interp", "jit"])
+def test_campaign_accepted_mutants_run(backend):
+    """The issue's campaign with the backends: accepted mutants' exports return or raise jitvm.Error."""
+    from bench.mutant_campaign import run_campaign
+
+    report = run_campaign(count=10_000, seed=2026, workers=2, iree=False, run=backend)
+    assert report.failures() == 0, report.runs[backend].notable
