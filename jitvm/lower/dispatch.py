@@ -1,14 +1,16 @@
 """Workgroups in native code on all cores: the JIT's DispatchRunner for the HAL.
 
-A small native worker walks the workgroup grid: it claims workgroup indices from a shared
-atomic counter (in increasing order), builds the VMVX entry arguments and calls the
-compiled entry function, with the CPU's flush-to-zero mode on as IREE runs dispatches.
-Python starts one worker per thread and waits with the GIL released.
+A small native worker walks the workgroup grid: it claims runs of consecutive workgroup
+indices from a shared atomic counter (in increasing order; a run rather than one index, so
+neighbouring workgroups, which write neighbouring memory, stay on one core), builds the
+VMVX entry arguments and calls the compiled entry function, with the CPU's flush-to-zero
+mode on as IREE runs dispatches. Python starts one worker per thread, each with its own
+workgroup-local memory, and waits with the GIL released.
 
 Traps stay deterministic whatever the thread count: a failing worker stops the others
-from claiming more work; every index below the first failure was claimed earlier and runs
-to completion, so the lowest failing index, the one a serial loop reports, is always
-among the failures recorded.
+from claiming more work, and a claimed run is finished unless it fails itself; every index
+below the first failure was claimed earlier and runs, so the lowest failing index, the one
+a serial loop reports, is always among the failures recorded.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import llvmlite.binding as llvm
 from ..runtime import traps
 from ..runtime.bytecode import describe_frame
 from ..runtime.layout import TrapT
+from ..runtime.objects import VmBuffer
 from ..runtime.native.hal import fpu
 from ..runtime.native.hal.dispatch import Dispatch, SerialDispatchRunner
 from ..runtime.nativelib import initialize_llvm
@@ -34,7 +37,7 @@ declare void @jv_fpu_set(i64)
 
 define i32 @jv_dispatch_worker(ptr %fn, ptr %ctx, ptr %local, ptr %consts, ptr %bindings,
                                i32 %cx, i32 %cy, i32 %cz, ptr %next, i64 %total, ptr %stop,
-                               ptr %trap, ptr %failed, i64 %flush_bits) {
+                               ptr %trap, ptr %failed, i64 %flush_bits, i64 %chunk) {
 entry:
   %args = alloca [12 x i64], align 8
   %results = alloca [1 x i64], align 8
@@ -71,10 +74,16 @@ claim:
   %halt = icmp ne i32 %stopped, 0
   br i1 %halt, label %done, label %take
 take:
-  %i = atomicrmw add ptr %next, i64 1 seq_cst
-  %more = icmp ult i64 %i, %total
-  br i1 %more, label %run, label %done
+  %first = atomicrmw add ptr %next, i64 %chunk seq_cst
+  %more = icmp ult i64 %first, %total
+  br i1 %more, label %claimed, label %done
+claimed:
+  %end0 = add i64 %first, %chunk
+  %short = icmp ult i64 %total, %end0
+  %end = select i1 %short, i64 %total, i64 %end0
+  br label %run
 run:
+  %i = phi i64 [ %first, %claimed ], [ %i1, %next_in_run ]
   %x = urem i64 %i, %cx64
   %xy = udiv i64 %i, %cx64
   %y = urem i64 %xy, %cy64
@@ -87,7 +96,11 @@ run:
   store i64 %z, ptr %a5
   %status = call i32 %fn(ptr %ctx, ptr %args, ptr %results, ptr %trap)
   %ok = icmp eq i32 %status, 0
-  br i1 %ok, label %claim, label %fail
+  br i1 %ok, label %next_in_run, label %fail
+next_in_run:
+  %i1 = add i64 %i, 1
+  %in_run = icmp ult i64 %i1, %end
+  br i1 %in_run, label %run, label %claim
 fail:
   store i64 %i, ptr %failed
   store atomic i32 1, ptr %stop release, align 4
@@ -102,7 +115,8 @@ done:
 _WORKER = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
-    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
 
 _lock = threading.Lock()
 _worker = None
@@ -156,13 +170,16 @@ class NativeDispatchRunner:
         counter = ctypes.c_uint64(0)
         stop = ctypes.c_int32(0)
         n = min(self.threads, total)
+        chunk = max(1, total // (n * RUNS_PER_THREAD)) if n > 1 else total
         records = [TrapT() for _ in range(n)]
         failed = [ctypes.c_uint64(0) for _ in range(n)]
+        size = dispatch.local_memory.length
+        local = [dispatch.local_memory] + [VmBuffer.allocate(size) for _ in range(n - 1)]  # one per thread
 
         def work(k: int) -> int:
-            return worker(fn, ctx, dispatch.local_memory.addr, dispatch.constants.addr, dispatch.bindings.addr,
+            return worker(fn, ctx, local[k].addr, dispatch.constants.addr, dispatch.bindings.addr,
                           cx, cy, cz, ctypes.addressof(counter), total, ctypes.addressof(stop),
-                          ctypes.addressof(records[k]), ctypes.addressof(failed[k]), flush)
+                          ctypes.addressof(records[k]), ctypes.addressof(failed[k]), flush, chunk)
 
         if n <= 1 or self._pool is None:
             statuses = [work(0)]

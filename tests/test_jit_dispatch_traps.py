@@ -1,0 +1,111 @@
+"""A trapping workgroup under the multi-threaded dispatch runner reports what a serial loop
+reports: the lowest failing workgroup, with every workgroup below it run to completion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitvm
+from jitvm.frontend import assemble
+from jitvm.lower.backend import JitBackend
+from jitvm.lower.dispatch import NativeDispatchRunner
+from jitvm.runtime import layout
+from jitvm.runtime.native.hal.dispatch import Dispatch
+from jitvm.runtime.objects import VmBuffer, VmList
+from tests.interp_support import instantiate
+
+# A VMVX entry (local memory, constants, bindings, workgroup id xyz, size xyz, count xyz):
+# stores x + 1 at element x of binding 0, spins for constant 2 iterations of a float product
+# (stored at element 240 + x, so it is not optimised away: threads really overlap), then fails at the workgroup ids given as constants 0 and 1 (after its
+# store, like a kernel that traps half way).
+ENTRY = """
+vm.module @wg version 0
+vm.export @entry
+vm.func @entry(%r0: !vm.buffer, %r1: !vm.buffer, %r2: !vm.list<!vm.buffer>, %i0: i32, %i1: i32, %i2: i32, %i3: i32, %i4: i32, %i5: i32, %i6: i32, %i7: i32, %i8: i32) -> () {
+^bb0:
+  %i9 = vm.const.i32.zero
+  %r3 = vm.list.get.ref %r2, %i9 : !vm.buffer
+  %i10 = vm.const.i32 1
+  %i11 = vm.add.i32 %i0, %i10
+  %i12:13 = vm.ext.i32.i64.s %i0
+  vm.buffer.store.i32 %i11, %r3, %i12:13
+  %i14:15 = vm.const.i64.zero
+  %i22:23 = vm.const.i64 2
+  %i24 = vm.buffer.load.i32 %r1, %i22:23
+  %i28 = vm.const.f32 1.5
+  %i29 = vm.const.f32 0.999
+  vm.br ^bb5(%i9->%i25, %i28->%i30)
+^bb5:
+  %i26 = vm.cmp.lt.i32.s %i25, %i24
+  vm.cond_br %i26, ^bb6(), ^bb7()
+^bb6:
+  %i27 = vm.add.i32 %i25, %i10
+  %i31 = vm.mul.f32 %i30, %i29
+  vm.br ^bb5(%i27->%i25, %i31->%i30)
+^bb7:
+  %i32 = vm.const.i32 240
+  %i33 = vm.add.i32 %i0, %i32
+  %i34:35 = vm.ext.i32.i64.s %i33
+  vm.buffer.store.f32 %i30, %r3, %i34:35
+  %i16 = vm.buffer.load.i32 %r1, %i14:15
+  %i17 = vm.cmp.eq.i32 %i0, %i16
+  vm.cond_br %i17, ^bb1(), ^bb2()
+^bb1:
+  vm.fail %i10, "first failing workgroup"
+^bb2:
+  %i18:19 = vm.const.i64 1
+  %i20 = vm.buffer.load.i32 %r1, %i18:19
+  %i21 = vm.cmp.eq.i32 %i0, %i20
+  vm.cond_br %i21, ^bb3(), ^bb4()
+^bb3:
+  vm.fail %i10, "second failing workgroup"
+^bb4:
+  vm.return
+}
+"""
+
+COUNT = 240
+SPIN = 20000  # ~10 us per workgroup: long enough for every thread to be busy
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wg") / "wg.vmfb"
+    path.write_bytes(assemble(ENTRY))
+    _ctx, instance = instantiate(path, JitBackend(use_cache=False, progress=False))
+    return instance.lookup("entry"), _ctx
+
+
+def _dispatch(fn, out: np.ndarray, first: int, second: int) -> Dispatch:
+    mutable = layout.BUFFER_MUTABLE | layout.BUFFER_ORIGIN_HOST
+    constants = VmBuffer.from_bytes(np.array([first, second, SPIN], np.int32).tobytes())
+    bindings = VmList.allocate("!vm.buffer", 1)
+    bindings.append(VmBuffer.wrap_memory(out.ctypes.data, out.nbytes, mutable, None))
+    return Dispatch(fn, (COUNT, 1, 1), (1, 1, 1), VmBuffer.allocate(0), constants, bindings)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+# Pairs straddling the runs two or three threads claim first (240 workgroups: runs of 30 or
+# 20), so both failures happen and the lower one must win.
+@pytest.mark.parametrize("first,second", [(37, 200), (200, 37), (0, 239), (239, 238), (29, 30), (30, 29),
+                                          (19, 20), (40, 39)])
+def test_lowest_failing_workgroup_is_reported(entry, threads, first, second):
+    fn, _keep = entry
+    runner = NativeDispatchRunner(threads)
+    lowest = min(first, second)
+    for _ in range(5):  # thread timing varies from run to run; the outcome must not
+        out = np.zeros(2 * COUNT, np.int32)
+        with pytest.raises(jitvm.Trap) as info:
+            runner.run(_dispatch(fn, out, first, second))
+        which = "first" if lowest == first else "second"
+        assert f"{which} failing workgroup" in info.value.message
+        assert (out[:lowest + 1] == np.arange(1, lowest + 2)).all(), "a workgroup below the failure did not run"
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_every_workgroup_runs_once(entry, threads):
+    fn, _keep = entry
+    out = np.zeros(2 * COUNT, np.int32)
+    NativeDispatchRunner(threads).run(_dispatch(fn, out, -1, -1))
+    assert (out[:COUNT] == np.arange(1, COUNT + 1)).all()
