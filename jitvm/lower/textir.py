@@ -378,6 +378,21 @@ class Module:
             out[name] = (f"!{own}", f"!{others}")
         return out
 
+    def loop_node(self, *properties: str) -> str:
+        """A distinct `!llvm.loop` identifier carrying these properties (each is the text of a
+        property node, e.g. '!"llvm.loop.unroll.disable"')."""
+        refs = []
+        for prop in properties:
+            node = self._weights.get(("loop-property", prop))
+            if node is None:
+                node = f"!{len(self._metadata)}"
+                self._metadata.append("!{" + prop + "}")
+                self._weights[("loop-property", prop)] = node
+            refs.append(node)
+        i = len(self._metadata)
+        self._metadata.append(f"distinct !{{!{i}" + "".join(f", {r}" for r in refs) + "}")
+        return f"!{i}"
+
     def weights_node(self, weights) -> str:
         key = tuple(weights)
         node = self._weights.get(key)
