@@ -141,7 +141,27 @@ def cmd_demo(args) -> int:
     print(f"load:        {(loaded - start) * 1e3:.1f} ms (verify + prepare + __init)")
     print(f"first call:  {(first - loaded) * 1e3:.1f} ms")
     print(f"mean call:   {mean * 1e3:.2f} ms over {runs} calls")
+    _compare_with_iree(str(path), x, probs, mean, runs)
     return 0
+
+
+def _compare_with_iree(path: str, x: np.ndarray, probs: np.ndarray, mean: float, runs: int) -> None:
+    """The same calls under IREE's own VMVX interpreter, when iree-base-runtime is installed."""
+    try:
+        import iree.runtime as rt
+    except ImportError:
+        print("IREE:        install iree-base-runtime==3.13.0 (the test extra) to compare with IREE's interpreter")
+        return
+    iree_module = rt.load_vm_flatbuffer_file(path, driver="local-sync")
+    want = np.asarray(iree_module.predict(x))
+    start = time.perf_counter()
+    for _ in range(runs):
+        iree_module.predict(x)
+    iree_mean = (time.perf_counter() - start) / runs
+    same = want.dtype == probs.dtype and want.tobytes() == np.asarray(probs).tobytes()
+    print(f"IREE interp: {iree_mean * 1e3:.2f} ms per call (its VMVX interpreter, local-sync, in this process)")
+    print(f"speed-up:    {iree_mean / mean:.2f}x over IREE's interpreter; results "
+          f"{'bit-identical' if same else 'DIFFER'}")
 
 
 def add_subcommands(sub) -> None:

@@ -123,3 +123,4 @@ def test_demo_runs_the_bundled_cnn(capsys):
     assert "cnn.vmfb" in out and "top class:" in out and "mean call:" in out
     probs = out.split("result:", 1)[1].split("\n", 1)[0].replace("[", " ").replace("]", " ").split()
     assert len(probs) == 10 and abs(sum(float(p) for p in probs) - 1.0) < 1e-3
+    assert "results bit-identical" in out  # the demo compares with IREE's interpreter (test extra installed)
