@@ -379,13 +379,22 @@ class Emitter:
     def _lower_versioned(self, nest) -> None:
         """The nest twice: checked, and free of its accesses' checks, chosen by a guard.
 
-        In the unchecked copy a parallel loop around a reduction may run jammed (lower.jam).
+        In the unchecked copy a parallel loop around a reduction may run jammed (lower.jam)
+        when the buffers it stores to are apart from the others; otherwise it runs plainly.
         """
         from . import jam
         from .guard import all_iterations_in_range
 
         fn = self.fn
         plan = jam.plan(self.vf, nest) if self.mod.jam_loops else None
+        # The guard goes first, into the block where the nest is entered: the jammed loop's
+        # header reads its verdict on the buffers (a value of a dominating block).
+        guard = self.blocks[nest.root.header]
+        self.b.position_at_end(guard)
+        self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
+        ok, ranges = all_iterations_in_range(self, nest)
+        apart = jam.ranges_apart(self, plan, nest, ranges) if plan is not None else None
+        guard_end = self.b.block
         entries = {}
         self.nest_loops = {loop.id: loop for loop in nest.loops}
         for name, unchecked in (("checked", {}), ("fast", {a.index: a for a in nest.accesses})):
@@ -403,23 +412,19 @@ class Emitter:
                     continue
                 self._lower_block(i, self.block_override[i])
             if jammed:
-                # The guard proved the stored buffers apart from the others: say so to LLVM.
-                # Different iterations of P store to different elements, so each jammed
-                # copy's stores get a scope of their own.
+                self.block_override[plan.loop.header] = rem_header  # the plain loop loops back to itself
+                for i in plan.region:
+                    self._lower_block(i, self.block_override[i])
+                # In the jammed copies the buffers are apart (the header checked): say so to
+                # LLVM. Different iterations of P store to different elements, so each
+                # jammed copy's stores get a scope of their own.
                 keys = [(r, k) for r in plan.stored for k in (*range(plan.factor), None)]
                 keys += [(r, None) for r in plan.others]
                 self.alias = self.mod.module.alias_scopes(keys)
-                self.block_override[plan.loop.header] = rem_header  # the remainder loops back to itself
-                for i in plan.region:
-                    self._lower_block(i, self.block_override[i])
-                jam.emit(self, plan, jam_header, rem_header)
+                jam.emit(self, plan, jam_header, rem_header, apart)
                 self.alias = {}
         self.block_override, self.unchecked, self.fast_copy, self.nest_loops = {}, {}, False, {}
-        self.b.position_at_end(self.blocks[nest.root.header])
-        self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
-        ok = all_iterations_in_range(self, nest)
-        if plan is not None:
-            ok = self.b.and_(ok, jam.buffers_disjoint(self, plan))
+        self.b.position_at_end(guard_end)
         self.b.cbranch(ok, entries["fast"], entries["checked"])
 
     def _call_slot_demand(self) -> tuple[int, int]:

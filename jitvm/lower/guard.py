@@ -60,9 +60,12 @@ def _min_max(b, x, y):
 
 
 def all_iterations_in_range(e, nest: Nest):
-    """Emits the guard at the builder's position; returns its i1 value."""
+    """Emits the guard at the builder's position; returns its i1 value and, per access
+    index, (runs, lo, hi): whether it runs at all and its extreme element indices (exact
+    when the guard holds)."""
     b = e.b
-    ranges = {}  # loop id -> (runs, start, last) as IR values
+    boxes = {}  # loop id -> (runs, start, last, sound) as IR values
+    ranges = {}  # access index -> (runs, lo, hi)
     for loop in nest.loops:
         ev = _Eval(e)
         start = e.get(Reg("i64", loop.iv, False, loop.iv), "i64") if loop.start is None else ev.expr(loop.start)
@@ -75,12 +78,12 @@ def all_iterations_in_range(e, nest: Nest):
         ev.add(last, step)  # the iv itself must not wrap
         sound = b.and_(ev.ok, positive)
         if loop.parent is not None:
-            parent_runs = ranges[loop.parent][0]
+            parent_runs = boxes[loop.parent][0]
             runs = b.and_(runs, parent_runs)
-        ranges[loop.id] = (runs, start, b.select(runs, last, start), sound)
+        boxes[loop.id] = (runs, start, b.select(runs, last, start), sound)
     ok = const(I1, 1)
     for loop in nest.loops:  # a loop that runs must have a positive step and no overflow
-        runs, _, _, sound = ranges[loop.id]
+        runs, _, _, sound = boxes[loop.id]
         ok = b.and_(ok, b.or_(b.not_(runs), sound))
     for access in nest.accesses:
         ev = _Eval(e)
@@ -88,7 +91,7 @@ def all_iterations_in_range(e, nest: Nest):
         lo = hi = base
         runs = const(I1, 1)
         for loop_id in access.loops:
-            loop_runs, start, last, _ = ranges[loop_id]
+            loop_runs, start, last, _ = boxes[loop_id]
             runs = b.and_(runs, loop_runs)
             coeff = access.element.coeff(loop_id)
             if coeff == ("const", 0):
@@ -106,7 +109,8 @@ def all_iterations_in_range(e, nest: Nest):
             good = b.and_(good, b.icmp_unsigned("!=", b.and_(access_bits, const(access_bits.type, 1)),
                                                 const(access_bits.type, 0)))
         ok = b.and_(ok, b.or_(b.not_(runs), good))
-    return ok
+        ranges[access.index] = (runs, lo, hi)
+    return ok, ranges
 
 
 def proven_index(e, access):

@@ -183,29 +183,49 @@ def _written_regs(f, value):
 
 # --- lowering -------------------------------------------------------------------------------------
 
-def buffers_disjoint(e, plan: JamPlan):
-    """i1: every buffer P stores to lies apart from every other buffer P accesses."""
+def ranges_apart(e, plan: JamPlan, nest, ranges):
+    """i1: the bytes P's stores can reach lie apart from the bytes of every other buffer P
+    accesses, and of every other stored buffer (so the jammed order of stores and loads
+    reads what the original order reads). Uses the guard's per-access element ranges, so
+    buffers that are views of one allocation (IREE's transient arena) qualify when the
+    parts the nest touches do not overlap. Emitted with the guard; meaningful when it holds.
+    """
     from ..frontend.decode import Reg
     from .emitter import I1, I64, const
 
     b = e.b
+    region = {a.index for a in nest.accesses if _in_region(e.vf, a.index, plan.region)}
+    spans = {}  # buffer register -> (first byte address, end byte address) of what P touches
+    for reg in (*plan.stored, *plan.others):
+        shadow = e.buffer_shadow(Reg("ref", reg, False, reg))
+        base = b.ptrtoint(shadow["data"], I64)
+        lo_all, hi_all = const(I64, -1), const(I64, 0)  # unsigned min/max; empty when nothing runs
+        for a in nest.accesses:
+            if a.index not in region or a.buffer != reg:
+                continue
+            runs, lo, hi = ranges[a.index]
+            first = b.add(base, b.mul(lo, const(I64, a.width)))
+            end = b.add(base, b.mul(b.add(hi, const(I64, 1)), const(I64, a.width)))
+            first = b.select(runs, first, const(I64, -1))
+            end = b.select(runs, end, const(I64, 0))
+            lo_all = b.select(b.icmp_unsigned("<", first, lo_all), first, lo_all)
+            hi_all = b.select(b.icmp_unsigned(">", end, hi_all), end, hi_all)
+        spans[reg] = (lo_all, hi_all)
     ok = const(I1, 1)
     for s in plan.stored:
-        st = e.buffer_shadow(Reg("ref", s, False, s))
-        s_lo = b.ptrtoint(st["data"], I64)
-        s_hi = b.add(s_lo, st["length"])
-        for o in plan.others:
-            ot = e.buffer_shadow(Reg("ref", o, False, o))
-            o_lo = b.ptrtoint(ot["data"], I64)
-            o_hi = b.add(o_lo, ot["length"])
+        for o in (*plan.stored, *plan.others):
+            if o == s or (o in plan.stored and o < s):
+                continue
+            (s_lo, s_hi), (o_lo, o_hi) = spans[s], spans[o]
             apart = b.or_(b.icmp_unsigned("<=", s_hi, o_lo), b.icmp_unsigned("<=", o_hi, s_lo))
             ok = b.and_(ok, apart)
     return ok
 
 
-def emit(e, plan: JamPlan, jam_header, rem_header) -> None:
+def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
     """Lowers P's region jammed: `jam_header` runs FACTOR iterations at once while that many
-    remain, then hands the rest to `rem_header` (P's ordinary, unchecked loop)."""
+    remain and the buffers are `apart` (an i1 from the guard), then hands the rest to
+    `rem_header` (P's ordinary, unchecked loop)."""
     from ..frontend.decode import Reg
     from .emitter import I1, I64, const
     from .ops_control import apply_remap
@@ -228,6 +248,7 @@ def emit(e, plan: JamPlan, jam_header, rem_header) -> None:
     span = ev.mul(step, const(I64, u - 1))
     runs = b.icmp_signed("<", start, bound)
     enough = b.and_(b.and_(runs, ev.ok), b.icmp_unsigned(">", b.sub(bound, start), span))
+    enough = b.and_(enough, apart)
     entry = fn.append_basic_block(f"bb{loop.header}_jam_entry")
     b.cbranch(enough, entry, rem_header)
 
