@@ -382,6 +382,7 @@ class _Env:
     def forget(self, slots) -> None:
         for s in slots:
             self.values.pop(s, None)
+            self.values.pop(s - 1, None)  # an i32 write to the high half clobbers the i64 below it
             self.clobbered.add(s)
 
     def read_i64(self, reg: int) -> Affine | None:
