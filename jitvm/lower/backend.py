@@ -226,8 +226,9 @@ class JitExecutable:
         if ordinal in self.fallbacks:
             return self.interpreter.call(instance, ordinal, args)
         self._prepare_instance(instance)
-        cconv = self.loaded.module.signatures[ordinal].cconv
-        arg_slots = abi.pack_args(cconv, args)
+        module = self.loaded.module
+        cconv = module.signatures[ordinal].cconv
+        arg_slots = abi.pack_args(cconv, args, f"{module.name}.{module.display_name(ordinal)}")
         results = abi.result_array(cconv)
         trap = TrapT()
         status = self.fns[ordinal](instance.state_addr, arg_slots, results, ctypes.addressof(trap))

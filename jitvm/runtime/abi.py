@@ -15,6 +15,7 @@ None for refs, and a list of tuples for each variadic span.
 from __future__ import annotations
 
 import ctypes
+import operator
 import struct
 
 from ..errors import ArgumentError
@@ -32,6 +33,14 @@ _Q = struct.Struct("<Q")
 _q = struct.Struct("<q")
 
 
+def f32_slot(x: float) -> int:
+    """C's (float)x as its bits: a finite double beyond f32 rounds to infinity (struct refuses it)."""
+    try:
+        return _U32.unpack(_F32.pack(x))[0]
+    except OverflowError:
+        return 0x7F800000 | (0x80000000 if x < 0 else 0)
+
+
 def to_slot(code: str, value) -> int:
     """A Python value as the u64 slot for value code `code`."""
     if code == "i":
@@ -39,7 +48,7 @@ def to_slot(code: str, value) -> int:
     if code == "I":
         return int(value) & 0xFFFFFFFFFFFFFFFF
     if code == "f":
-        return _U32.unpack(_F32.pack(value))[0]
+        return f32_slot(value)
     if code == "F":
         return _Q.unpack(_F64.pack(value))[0]
     if value is None:
@@ -72,22 +81,49 @@ def check_arity(name: str, cconv: CallingConvention, args) -> None:
         raise ArgumentError(f"{name} takes {len(cconv.args)} arguments ({cconv.text}), got {len(args)}")
 
 
-def pack_args(cconv: CallingConvention, args) -> ctypes.Array:
-    """Python values -> an argument slot array (refs borrowed from the Python values)."""
-    out = (ctypes.c_uint64 * max(1, slot_count(cconv, args)))()
-    i = 0
-    for spec, value in zip(cconv.args, args):
+_KIND = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
+
+
+def argument_slot(code: str, value, what: str) -> int:
+    """A caller's Python value as its slot, or ArgumentError naming `what` when it is of the
+    wrong kind: integers (no floats) for i32/i64, real numbers for f32/f64, a Ref or None for
+    refs, the rules (and message) of the interpreter's calls."""
+    try:
+        if code == "i":
+            return operator.index(value) & 0xFFFFFFFF
+        if code == "I":
+            return operator.index(value) & 0xFFFFFFFFFFFFFFFF
+        if code == "f":
+            return f32_slot(float(value))
+        if code == "F":
+            return _Q.unpack(_F64.pack(float(value)))[0]
+    except (TypeError, ValueError):
+        raise ArgumentError(f"{what} must be an {_KIND[code]} (got {type(value).__name__} {value!r})") from None
+    if value is None:
+        return 0
+    if isinstance(value, Ref) and value.addr:
+        return value.addr
+    raise ArgumentError(f"{what} must be a ref or None (got {type(value).__name__})")
+
+
+def pack_args(cconv: CallingConvention, args, name: str = "function") -> ctypes.Array:
+    """Python values -> an argument slot array (refs borrowed from the Python values).
+
+    Values are checked (`argument_slot`): a wrong kind raises ArgumentError naming the
+    argument of `name`, never a bare TypeError or struct.error.
+    """
+    slots: list[int] = []
+    for k, (spec, value) in enumerate(zip(cconv.args, args)):
+        what = f"argument {k} of {name}"
         if isinstance(spec, Span):
-            out[i] = len(value)
-            i += 1
-            for tup in value:
-                for code, v in zip(spec.codes, tup):
-                    out[i] = to_slot(code, v)
-                    i += 1
+            if not isinstance(value, (list, tuple)) or \
+                    not all(isinstance(t, (list, tuple)) and len(t) == len(spec.codes) for t in value):
+                raise ArgumentError(f"{what} must be a list of {len(spec.codes)}-tuples (variadic {spec})")
+            slots.append(len(value))
+            slots.extend(argument_slot(code, v, what) for tup in value for code, v in zip(spec.codes, tup))
         else:
-            out[i] = to_slot(spec, value)
-            i += 1
-    return out
+            slots.append(argument_slot(spec, value, what))
+    return (ctypes.c_uint64 * max(1, len(slots)))(*slots)
 
 
 def unpack_args(cconv: CallingConvention, slots) -> list:
