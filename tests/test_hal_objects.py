@@ -333,6 +333,20 @@ def test_command_buffer_slot_and_state_errors(hal):
         call(hal, "device.queue.execute.indirect", dev, -1, None, None, cmd, 0, [])
 
 
+def test_negative_binding_slots_are_out_of_range_not_python_indices(hal):
+    """Slots are IREE uint32s in VM i32s (found by the mutant campaign: a mutated slot of -1
+    reached `table[-1]`, an IndexError or silently the last binding)."""
+    dev = device(hal)
+    cmd = call(hal, "command_buffer.create", dev, 1, 3, -1, 2)
+    for slot in (-1, -2, -(1 << 31)):
+        with pytest.raises(Trap, match=f"slot {slot & 0xFFFFFFFF} is out of the command buffer's binding "
+                                       f"table capacity 2") as e:
+            call(hal, "command_buffer.fill_buffer", cmd, None, 0, 4, slot, 0, 4, 0)
+        assert status(e) == "OUT_OF_RANGE"
+        with pytest.raises(Trap, match="out of the command buffer's binding table capacity"):
+            call(hal, "command_buffer.copy_buffer", cmd, slot, 0, None, 0, None, 0, 4, 0)
+
+
 def test_executables_need_a_known_format(hal):
     with pytest.raises(Trap, match="no executable loader registered for the executable format 'spirv-fb'") as e:
         call(hal, "executable.create", device(hal), -1, text("spirv-fb"), VmBuffer.from_bytes(b"\0" * 8), None)

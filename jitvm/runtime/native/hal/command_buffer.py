@@ -144,6 +144,7 @@ class HalCommandBuffer(NativeObject):
         self.commands.append(command)
 
     def make_ref(self, buffer: Ref | None, slot: int, offset: int, length: int) -> BufferRef:
+        slot &= 0xFFFFFFFF  # a VM i32 holding IREE's uint32 slot: -1 is slot 4294967295, not the last one
         if buffer is None and slot >= self.binding_capacity:
             raise hal_error("OUT_OF_RANGE", f"indirect buffer reference slot {slot} is out of the command buffer's "
                                             f"binding table capacity {self.binding_capacity}")
