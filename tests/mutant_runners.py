@@ -31,6 +31,8 @@ collect garbage) and one thread (two workers share two cores; traps are determin
 
 from __future__ import annotations
 
+import builtins
+import re
 import struct
 import warnings
 import zlib
@@ -72,6 +74,10 @@ DISPATCHES = (
 _ALLOWED_CAUSES = (RecursionError, MemoryError)
 
 
+def _name(cause) -> str:
+    return cause if isinstance(cause, str) else type(cause).__name__
+
+
 class RunnerBug(Exception):
     """A call raised something other than jitvm.Error, or a jitvm.Error hiding a Python error."""
 
@@ -95,8 +101,15 @@ def backend(name: str):
     return _backends[name]
 
 
-def hidden_bug(error: BaseException) -> BaseException | None:
-    """The Python exception (not jitvm.Error) a jitvm.Error was made from, if any."""
+# How both backends word an INTERNAL trap made from a Python exception: "IndexError: ..."
+# (native modules called from the JIT or the interpreter) or "interpreter error: KeyError: ...".
+_WRAPPED = re.compile(r"^(?:interpreter error: )?([A-Za-z_][\w.]*): ")
+
+
+def hidden_bug(error: BaseException):
+    """The Python exception (or its name) a jitvm.Error was made from, if it is one that only a
+    jitvm bug raises. The interpreter drops `__cause__` while unwinding, so an INTERNAL trap's
+    message is read too."""
     seen = set()
     cause = error.__cause__
     while cause is not None and id(cause) not in seen:
@@ -104,6 +117,14 @@ def hidden_bug(error: BaseException) -> BaseException | None:
         if not isinstance(cause, jitvm.Error) and not isinstance(cause, _ALLOWED_CAUSES):
             return cause
         cause = cause.__cause__
+    if isinstance(error, jitvm.Trap) and error.status_name == "INTERNAL":
+        m = _WRAPPED.match(error.message)
+        if m:
+            name = m.group(1).rsplit(".", 1)[-1]
+            cls = getattr(builtins, name, None)
+            python_error = isinstance(cls, type) and issubclass(cls, BaseException) or name == "error"
+            if python_error and not (isinstance(cls, type) and issubclass(cls, _ALLOWED_CAUSES)):
+                return name
     return None
 
 
@@ -149,7 +170,7 @@ class _Calls:
         except jitvm.Error as e:
             cause = hidden_bug(e)
             if cause is not None:
-                raise RunnerBug(f"{what}: {type(e).__name__} wrapping {type(cause).__name__}: {e}") from cause
+                raise RunnerBug(f"{what}: {type(e).__name__} wrapping {_name(cause)}: {e}") from e
             self.counts["traps" if isinstance(e, jitvm.Trap) else "errors"] += 1
             text = f"{e.status_name}: {e.message}" if isinstance(e, jitvm.Trap) else f"{type(e).__name__}: {e}"
             self._record(what, text.encode("utf-8", "replace"))
@@ -184,7 +205,7 @@ def run(verified, data: bytes, backend_name: str) -> dict:
         except jitvm.Error as e:
             cause = hidden_bug(e)
             if cause is not None:
-                raise RunnerBug(f"prepare: {type(e).__name__} wrapping {type(cause).__name__}: {e}") from cause
+                raise RunnerBug(f"prepare: {type(e).__name__} wrapping {_name(cause)}: {e}") from e
             calls.counts["prepare_errors"] += 1
             return dict(calls.counts)
         except Exception as e:  # noqa: BLE001
