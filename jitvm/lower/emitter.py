@@ -95,7 +95,7 @@ class Emitter:
         self.unchecked: dict = {}
         self.nest_loops: dict = {}
         # In the guarded fast copy of a loop nest, which NaN an add/mul of two NaNs returns is
-        # left to LLVM (see ops_float._first_nan_wins): pinning it costs 2-4x on kernels.
+        # left to LLVM (see ops_float._nan_rule): pinning it costs 2-4x on kernels.
         self.fast_copy = False
         self.alias: dict = {}  # (buffer register, jammed copy) -> (scope, noalias) metadata
         self.jam_copy = None  # which jammed copy is being lowered (None: the remainder loop)

@@ -43,19 +43,6 @@ def _quiet(e, ty: str, x):
     return e.b.bitcast(bits, BANK_TYPE[ty])
 
 
-def _first_nan_wins(e, ty: str, a, result):
-    """IREE's C on x86 returns the first operand's NaN (quieted) when both are NaN; LLVM may
-    swap the operands of a commutative fadd/fmul, so the first operand's NaN is chosen here.
-
-    Not in the guarded fast copy of a loop nest: there the select lengthens every reduction's
-    dependency chain and blocks vectorisation (measured 2.4x on matmul 128, 4.4x on a 3x3
-    conv), so when two NaNs with different payloads meet, either payload may come out.
-    """
-    if e.fast_copy:
-        return result
-    return e.b.select(e.b.fcmp_unordered("uno", a, a), _quiet(e, ty, a), result)
-
-
 def _host_default_nan() -> float:
     """The NaN this machine's FPU makes from non-NaN operands (x86: negative, quiet, no
     payload), computed at run time here as IREE's C computes at run time."""
@@ -66,11 +53,20 @@ def _host_default_nan() -> float:
 _DEFAULT_NAN = _host_default_nan()
 
 
-def _invalid_nan(e, ty: str, result, *operands):
-    """`result`, except that a NaN made from non-NaN operands (0/0, inf-inf, 0*inf, sqrt(-1))
-    is the FPU's default NaN: LLVM's constant folder would make a positive one. Not in the
-    guarded fast copy of a loop nest (see `_first_nan_wins`), where a folded NaN of two
-    constant operands may come out with the other sign."""
+def _nan_rule(e, ty: str, result, *operands):
+    """`result` with the NaN IREE's C gets from the x86 FPU: the first NaN operand, quieted;
+    a NaN made from non-NaN operands (0/0, inf-inf, 0*inf, sqrt(-1)) is the default NaN.
+
+    LLVM does not keep NaN bits: it may swap the operands of a commutative fadd/fmul, folds
+    `fdiv X, NaN` to the NaN whatever X is, `fmul X, 1.0` to an unquieted X, and its
+    constant folder makes NaNs positive. Selecting the NaN here pins the bits whatever LLVM
+    does to the operation itself.
+
+    Not in the guarded fast copy of a loop nest: there the selects lengthen every reduction's
+    dependency chain and block vectorisation (measured 2.4x on matmul 128, 4.4x on a 3x3
+    conv), so when NaNs meet there (two with different payloads, or one LLVM folded) either
+    payload or sign may come out.
+    """
     if e.fast_copy:
         return result
     b = e.b
@@ -78,7 +74,10 @@ def _invalid_nan(e, ty: str, result, *operands):
     for x in operands[1:]:
         ordered = b.and_(ordered, b.fcmp_ordered("ord", x, x))
     made = b.and_(b.fcmp_unordered("uno", result, result), ordered)
-    return b.select(made, const(BANK_TYPE[ty], _DEFAULT_NAN), result)
+    r = b.select(made, const(BANK_TYPE[ty], _DEFAULT_NAN), result)
+    for x in reversed(operands):
+        r = b.select(b.fcmp_unordered("uno", x, x), _quiet(e, ty, x), r)
+    return r
 
 
 def _round_even(e, ty: str, x):
@@ -89,10 +88,10 @@ def _round_even(e, ty: str, x):
 
 
 _BINARY = {
-    "add": lambda e, ty, a, b: _first_nan_wins(e, ty, a, _invalid_nan(e, ty, e.b.fadd(a, b), a, b)),
-    "sub": lambda e, ty, a, b: _invalid_nan(e, ty, e.b.fsub(a, b), a, b),
-    "mul": lambda e, ty, a, b: _first_nan_wins(e, ty, a, _invalid_nan(e, ty, e.b.fmul(a, b), a, b)),
-    "div": lambda e, ty, a, b: _invalid_nan(e, ty, e.b.fdiv(a, b), a, b),
+    "add": lambda e, ty, a, b: _nan_rule(e, ty, e.b.fadd(a, b), a, b),
+    "sub": lambda e, ty, a, b: _nan_rule(e, ty, e.b.fsub(a, b), a, b),
+    "mul": lambda e, ty, a, b: _nan_rule(e, ty, e.b.fmul(a, b), a, b),
+    "div": lambda e, ty, a, b: _nan_rule(e, ty, e.b.fdiv(a, b), a, b),
     "rem": lambda e, ty, a, b: _libm(e, "remainder", ty, a, b),
     "atan2": lambda e, ty, a, b: _libm(e, "atan2", ty, a, b),
     "pow": lambda e, ty, a, b: _libm(e, "pow", ty, a, b),
@@ -108,8 +107,8 @@ _UNARY = {
     "floor": lambda e, ty, x: _llvm_unary(e, "floor", ty, x),
     "round": lambda e, ty, x: _llvm_unary(e, "round", ty, x),
     "round.{t}.even": _round_even,
-    "sqrt": lambda e, ty, x: _invalid_nan(e, ty, _llvm_unary(e, "sqrt", ty, x), x),
-    "rsqrt": lambda e, ty, x: _invalid_nan(e, ty, e.b.fdiv(const(BANK_TYPE[ty], 1.0), _llvm_unary(e, "sqrt", ty, x)), x),
+    "sqrt": lambda e, ty, x: _nan_rule(e, ty, _llvm_unary(e, "sqrt", ty, x), x),
+    "rsqrt": lambda e, ty, x: _nan_rule(e, ty, e.b.fdiv(const(BANK_TYPE[ty], 1.0), _llvm_unary(e, "sqrt", ty, x)), x),
 }
 for _fn in ("atan", "cos", "sin", "exp", "exp2", "expm1", "log", "log10", "log1p", "log2", "tanh", "erf"):
     _UNARY[_fn] = (lambda name: lambda e, ty, x: _libm(e, name, ty, x))(_fn)
@@ -138,7 +137,7 @@ def _fma(e, ins):
     t = BANK_TYPE[ty]
     a, b, c = (e.get(ins[n], ty) for n in ("first", "second", "third"))
     if FUSED_FMA:
-        r = _invalid_nan(e, ty, e.b.call(e.mod.intrinsic(f"llvm.fma.{_LLVM[ty]}", t, [t, t, t]), [a, b, c]), a, b, c)
+        r = e.b.call(e.mod.intrinsic(f"llvm.fma.{_LLVM[ty]}", t, [t, t, t]), [a, b, c])
     else:
         r = _BINARY["add"](e, ty, _BINARY["mul"](e, ty, a, b), c)
     e.set(ins["result"], r, ty)
