@@ -29,10 +29,12 @@ _STATUS = re.compile(r"\b(CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|N
 
 
 def instantiate(path, backend=None, context=None):
-    """(context, instance) of the module at `path` under the interpreter."""
+    """(context, instance) of the module at `path` (or in .vmfb bytes) under `backend`
+    (the interpreter by default)."""
     backend = backend or InterpreterBackend()
     context = context or Context()
-    return context, context.add(LoadedModule(verify_module(load_module(str(path))), backend))
+    source = path if isinstance(path, (bytes, bytearray, memoryview)) else str(path)
+    return context, context.add(LoadedModule(verify_module(load_module(source)), backend))
 
 
 def program(stem: str) -> CorpusModule:

@@ -1,0 +1,56 @@
+"""Whole programs: a module of several generated functions plus the calls that run them.
+
+`generate(chooser, kind)` builds one module; `programs(kind)` is the hypothesis strategy.
+Kinds:
+- "scalar": straight-line arithmetic/compare/conversion/shift/bit ops of every value bank;
+- "control": branches with remap lists, br_table, counted loops (top- and bottom-tested,
+  with breaks), internal calls (bounded recursion included), vm.fail/cond_fail, yields;
+- "memory": buffers (alloc/clone/copy/fill/compare/hash, loads and stores of every width,
+  read-only rodata), lists of values and refs, value and ref globals (direct and indirect);
+- "kernel": VMVX-shaped loop nests over global buffers (see kernel.py);
+- "mixed": some of each.
+Every module gets a few scalar helpers that other functions call.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from . import control, kernel, memory, scalar
+from .emit import Chooser, DrawChooser, ModuleGen, Program
+
+KINDS = ("scalar", "control", "memory", "kernel", "mixed")
+
+_MAKERS = {
+    "scalar": scalar.scalar_function,
+    "control": control.control_function,
+    "memory": memory.memory_function,
+    "kernel": kernel.kernel_function,
+}
+
+
+def generate(c: Chooser, kind: str, functions: int | None = None) -> Program:
+    mg = ModuleGen(c)
+    memory.declare_state(mg)
+    kernel.declare_buffers(mg) if kind in ("kernel", "mixed") else None
+    for _ in range(c.int(0, 2) if kind in ("control", "mixed") else 0):
+        mg.add(scalar.scalar_function(mg, mg.name("h"), ncalls=1))
+    if kind in ("control", "mixed") and c.chance(60):
+        mg.add(control.recursive_function(mg))
+    n = functions if functions is not None else c.int(2, 4)
+    for _ in range(n):
+        k = kind if kind != "mixed" else c.choice(("scalar", "control", "memory", "kernel"))
+        mg.add(_MAKERS[k](mg), callable_=k != "kernel")
+    setup = kernel.setup_function(mg)
+    observe = memory.observe_function(mg)
+    fns = ([setup] if setup else []) + mg.functions + [observe]
+    mg.functions = fns
+    return Program(text=mg.text(), functions=[f for f in mg.functions if f is not setup and f is not observe],
+                   setup=setup.sig.name if setup else None, observe=observe.sig.name,
+                   observe_values=sum(1 for b in observe.sig.results if b != "ref"),
+                   ref_globals=list(mg.ref_globals), loose_ref_globals=dict(mg.loose_ref_globals))
+
+
+def programs(kind: str, functions: int | None = None):
+    """Hypothesis strategy of `Program`s of one kind."""
+    return st.composite(lambda draw: generate(DrawChooser(draw), kind, functions))()
