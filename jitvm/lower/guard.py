@@ -133,10 +133,13 @@ def proven_index(e, access):
         return {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](x, y, flags=["nsw"])
 
     index = expr(access.element.b)
+    stepped = dict(access.stepped)
     for loop_id in access.loops:
         coeff = access.element.coeff(loop_id)
         if coeff == ("const", 0):
             continue
         iv = e.get(Reg("i64", e.nest_loops[loop_id].iv, False, e.nest_loops[loop_id].iv), "i64")
+        if loop_id in stepped:  # the register already holds iv + step (the guard bounded it)
+            iv = b.sub(iv, expr(stepped[loop_id]), flags=["nsw"])
         index = b.add(index, b.mul(expr(coeff), iv, flags=["nsw"]), flags=["nsw"])
     return index

@@ -97,6 +97,10 @@ class Access:
     store: bool
     element: Affine  # element index
     loops: tuple[int, ...]  # ids of the loops around the access, outermost first
+    # (loop id, step) of the loops whose induction variable register the body has already
+    # stepped where the access runs: it holds iv + step, while `element` is in terms of
+    # the iteration's iv (the step is folded into `element.b`).
+    stepped: tuple = ()
 
 
 @dataclass
@@ -222,6 +226,7 @@ class _NestBuilder:
         self.back_edges = back_edges
         self.loops: list[Loop] = []
         self.accesses: list[Access] = []
+        self.stepped: dict[int, tuple] = {}  # loop id -> step, once its iv is stepped in the body
 
     def build(self, header: int) -> Nest | None:
         latch = self.back_edges[header]
@@ -311,8 +316,10 @@ class _NestBuilder:
                     left, right = body.read_i64(ins["left"].index), body.read_i64(ins["right"].index)
                     if left == Affine.iv(loop_id) and right is not None and right.invariant:
                         step = right.b
+                        self.stepped[loop_id] = step
                     elif right == Affine.iv(loop_id) and left is not None and left.invariant:
                         step = left.b
+                        self.stepped[loop_id] = step
                     else:
                         raise _Unsupported
                 body.execute(ins)
@@ -333,6 +340,7 @@ class _NestBuilder:
         if any(s in self.written for s in _regs_of(step)):
             raise _Unsupported  # the step must be the same in every iteration of the nest
         loop.step = step
+        self.stepped.pop(loop_id, None)
         return loop_id
 
     def _enclosing(self, loop_id: int) -> tuple[int, ...]:
@@ -354,7 +362,8 @@ class _NestBuilder:
             return
         if any(s in self.written for c in [element.b, *(c for _, c in element.terms)] for s in _regs_of(c)):
             return
-        self.accesses.append(Access(idx, buf, width, not load, element, path))
+        stepped = tuple((lp, st) for lp, st in self.stepped.items() if lp in path)
+        self.accesses.append(Access(idx, buf, width, not load, element, path, stepped))
 
 
 def _regs_of(expr) -> list[int]:
