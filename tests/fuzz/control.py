@@ -55,18 +55,36 @@ def _sub_region(fg: FuncGen, budget: int) -> None:
 # --- remaps -------------------------------------------------------------------------------------
 
 def _value_banks(fg: FuncGen, n: int) -> list[str]:
-    return [fg.c.choice(VALUE_BANKS) for _ in range(n)]
+    refs = getattr(fg, "ref_params", False)
+    return [("ref" if refs and fg.c.chance(30) else fg.c.choice(VALUE_BANKS)) for _ in range(n)]
+
+
+def _slots(fg: FuncGen, writable: bool) -> list[int]:
+    """32-bit register slots holding defined values (halves of i64/f64 pairs included);
+    `writable`: only those of unprotected registers."""
+    out = []
+    for bank in VALUE_BANKS:
+        for v in fg.pool[bank]:
+            if writable and (bank, v.reg) in fg.protected:
+                continue
+            out += [v.reg, v.reg + 1] if bank in WIDE else [v.reg]
+    return out
 
 
 def edge_moves(fg: FuncGen, params: list[tuple[str, int]]) -> list:
     """Moves giving each (bank, register) in `params` a value, plus (sometimes) moves that
-    overwrite live unprotected registers, swaps and chains; in list order."""
+    overwrite live unprotected registers, swaps, chains, single 32-bit slots (half of a
+    pair into an i32, an i32 into half of a pair) and ref moves (with or without the move
+    bit, onto themselves too); in list order."""
     c = fg.c
     moves = []
     written: dict[str, list[int]] = {}
     for bank, dst in params:
         src = fg.pick(bank)
-        moves.append((bank, src.reg, dst))
+        if bank == "ref" and c.chance(25):
+            moves.append(("Ref", src.reg, dst))
+        else:
+            moves.append((bank, src.reg, dst))
         written.setdefault(bank, []).append(dst)
     if c.chance(30):
         bank = c.choice(VALUE_BANKS)
@@ -78,12 +96,19 @@ def edge_moves(fg: FuncGen, params: list[tuple[str, int]]) -> list:
                 moves.append((bank, b.reg, a.reg))  # a swap in IREE's in-order semantics
         if written.get(bank) and c.chance(50) and free:
             moves.append((bank, written[bank][-1], c.choice(free).reg))  # reads an earlier target
+    if c.chance(8):
+        src, dst = _slots(fg, False), _slots(fg, True)
+        if src and dst:
+            moves.append(("slot", c.choice(src), c.choice(dst)))
+    if getattr(fg, "ref_params", False) and fg.pool["ref"] and c.chance(15):
+        a, b = c.choice(fg.pool["ref"]), c.choice(fg.pool["ref"])
+        moves.append(("Ref" if c.chance(30) else "ref", a.reg, b.reg))
     return moves
 
 
 def _define_params(fg: FuncGen, params) -> None:
     for bank, reg in params:
-        fg.define(bank, reg)
+        fg.define(bank, reg, kind="mixed" if bank == "ref" else "")
 
 
 def _fresh_params(fg: FuncGen, n: int) -> list[tuple[str, int]]:

@@ -307,8 +307,25 @@ class FuncGen:
     def have(self, bank: str) -> bool:
         return bool(self.pool[bank])
 
+    def _wide_slots(self, unprotected: bool) -> list[tuple[V, int]]:
+        """(pair value, slot) for both 32-bit halves of the live i64/f64 registers."""
+        if self.no_bitcast_floats:
+            return []  # halves of floats show NaN payload bits (see run.py)
+        out = []
+        for bank in WIDE:
+            for v in self.pool[bank]:
+                if not (unprotected and (bank, v.reg) in self.protected):
+                    out += [(v, v.reg), (v, v.reg + 1)]
+        return out
+
     def pick(self, bank: str, recent: bool = True) -> V:
-        """A live value of the bank (made up with a constant when there is none)."""
+        """A live value of the bank (made up with a constant when there is none); an i32/f32
+        operand is now and then one half of a live i64/f64 register pair."""
+        if bank in ("i32", "f32") and self.c.chance(4):
+            halves = self._wide_slots(False)
+            if halves:
+                v, slot = self.c.choice(halves)
+                return V(bank, slot, v.loop)
         vs = self.pool[bank]
         if not vs:
             return self.materialize(bank)
@@ -321,6 +338,10 @@ class FuncGen:
         candidates = [v for v in self.pool[bank] if (bank, v.reg) not in self.protected]
         if candidates and not self.fresh_only and self.c.chance(20):
             return self.c.choice(candidates).reg
+        if bank in ("i32", "f32") and not self.fresh_only and self.c.chance(3):
+            halves = self._wide_slots(True)
+            if halves:  # overwrite half of a pair: the pair stays defined, with mixed bits
+                return self.c.choice(halves)[1]
         return self.regs.new(bank)
 
     # -- constants -----------------------------------------------------------------------------

@@ -190,6 +190,7 @@ class KernelGen:
         self.ivs: list[V] = []
         self.consts: dict[tuple[str, int], V] = {}
         self.entry = fg.blocks[0][1]
+        self.huge = False
 
     def const(self, bank: str, value: int) -> V:
         """A constant defined in the entry block (so it dominates every use, and is
@@ -263,6 +264,9 @@ class KernelGen:
             for lp in inner:
                 stride *= lp.bound if isinstance(lp.bound, int) and lp.bound > 0 else 1
             out[lvl] = c.choice([1, 1, 1, 2, 3, -1, stride, stride, 4])
+            if c.chance(3):  # the index wraps around in i64 arithmetic (the guard must see it)
+                out[lvl] = c.choice([1 << 40, -(1 << 62), (1 << 61) + 1])
+                self.huge = True
         return out
 
     def access(self, bufs, dtype: str, store: bool, level: int, levels, coeffs=None) -> KAccess:
@@ -278,10 +282,11 @@ class KernelGen:
         """Emits the element index of `a` (at the current point, every iv it uses live)."""
         fg, c = self.fg, self.c
         if a.use_off:
-            cur = self.off64 if not a.base else emit_op(fg, "add.i64", left=self.off64, right=self.i64(a.base),
+            cur = self.off64 if not a.base else emit_op(fg, "add.i64", left=self.off64,
+                                                        right=self.i64(values.signed(a.base, 64)),
                                                         result_reg=fg.regs.new("i64"))
         else:
-            cur = self.i64(a.base)
+            cur = self.i64(values.signed(a.base, 64))
         for lvl, coef in sorted(a.coeffs.items()):
             iv = self.ivs[lvl]
             r = c.int(0, 99)
@@ -424,74 +429,142 @@ def kernel_function(mg) -> FuncOut:
     ins = [kg.access(b, kg.k.bufs[b[0]].dtype, False, inner, all_levels if c.chance(80) else all_levels[-1:])
            for b in in_bufs]
 
-    labels = [(fg.new_label(), fg.new_label()) for _ in range(depth)]  # (header, body) per loop
-    exits = [fg.new_label() for _ in range(depth)]
+    # variations the JIT's analysis must see through or refuse
+    init_nest = pattern != "total" and c.chance(30)  # VMVX's fill of the output before the compute nest
+    if init_nest:
+        k_top = max(out_acc.coeffs)
+        init_store = KAccess(out_bufs, out_dtype, True, k_top, out_acc.coeffs, out_acc.base, out_acc.use_off)
+        kg.k.accesses.append(init_store)
+    early_inc = c.chance(15)  # the innermost iv is stepped before the body's accesses
+    if early_inc:
+        lp = kg.k.loops[inner]
+        for a in kg.k.accesses:
+            if a.level == inner and inner in a.coeffs and a is not (init_store if init_nest else None):
+                a.base += a.coeffs[inner] * lp.step
+    reduced = {id(a) for a in ins if not early_inc and inner in a.coeffs and c.chance(20)}  # strength-reduced
+
     fg.loop_taint = False
 
-    def enter(lvl):
-        if c.chance(50):
-            fg.end(render(isa.op("br"), dest_pc=labels[lvl][0],
-                          operands=remap_text([("i64", start_v[lvl].reg, kg.ivs[lvl].reg)])))
-        else:
-            emit_op(fg, "const.i64", value=kg.k.loops[lvl].start, result_reg=kg.ivs[lvl].reg)
-            fg.end(render(isa.op("br"), dest_pc=labels[lvl][0], operands=""))
-        fg.open(labels[lvl][0])
-        t = emit_op(fg, "cmp.lt.i64.s", left=kg.ivs[lvl], right=bound_v[lvl], result_reg=fg.regs.new("i32"))
-        fg.end(render(isa.op("cond_br"), condition=t.text, true_dest_pc=labels[lvl][1], true_operands="",
-                      false_dest_pc=exits[lvl], false_operands=""))
-        fg.open(labels[lvl][1])
-        fg.loop_taint = True
-
-    def latch(lvl):
-        nxt = emit_op(fg, "add.i64", left=kg.ivs[lvl], right=step_v[lvl], result_reg=kg.ivs[lvl].reg)
-        assert nxt.reg == kg.ivs[lvl].reg
-        if c.chance(15):  # split the latch into its own block
-            mid = fg.new_label()
-            fg.end(render(isa.op("br"), dest_pc=mid, operands=""))
-            fg.open(mid)
-        fg.end(render(isa.op("br"), dest_pc=labels[lvl][0], operands=""))
-        fg.open(exits[lvl])
-
-    acc = None
-    for lvl in range(depth):
-        enter(lvl)
-        if pattern == "acc" and lvl == depth - 2:
-            if init_load is not None:
-                acc0 = kg.load(init_load)
+    def emit_nest(levels, ivs, body, main=True):
+        """Counted loops over `levels` (header, body, ..., latch; the inner loop's exit is the
+        outer loop's latch block) around `body(level)`, called in each body block."""
+        labels = [(fg.new_label(), fg.new_label(), fg.new_label()) for _ in levels]  # header, body, exit
+        for i, lvl in enumerate(levels):
+            head, bod, ex = labels[i]
+            if c.chance(50):
+                fg.end(render(isa.op("br"), dest_pc=head, operands=remap_text([("i64", start_v[lvl].reg, ivs[i].reg)])))
             else:
-                acc0 = fg.const(bank, 0)
-            acc = emit_op(fg, "select." + bank, condition=kg.const("i32", 1), true_value=acc0, false_value=acc0,
-                          result_reg=fg.regs.new(bank)) if c.chance(20) else acc0
-    # innermost body
-    loaded = [kg.load(a) for a in ins]
-    kg.last_input = loaded[-1]
-    value = kg.compute(loaded, bank, c.int(0, 3))
-    if pattern == "elementwise":
-        kg.store(out_acc, value)
-    elif pattern == "rmw":
-        old = kg.load(rmw_load)
-        kg.store(out_acc, kg.combine(old, value))
-    elif pattern == "acc":
-        acc = kg.combine(acc, value)
-    else:
-        total = kg.combine(total, value)
-    for lvl in reversed(range(depth)):
-        latch(lvl)
-        if pattern == "acc" and lvl == depth - 1:
-            kg.store(out_acc, acc)
+                emit_op(fg, "const.i64", value=kg.k.loops[lvl].start, result_reg=ivs[i].reg)
+                fg.end(render(isa.op("br"), dest_pc=head, operands=""))
+            fg.open(head)
+            t = emit_op(fg, "cmp.lt.i64.s", left=ivs[i], right=bound_v[lvl], result_reg=fg.regs.new("i32"))
+            fg.end(render(isa.op("cond_br"), condition=t.text, true_dest_pc=bod, true_operands="",
+                          false_dest_pc=ex, false_operands=""))
+            fg.open(bod)
+            fg.loop_taint = True
+            body(lvl, "enter")
+        for i in reversed(range(len(levels))):
+            lvl = levels[i]
+            head, bod, ex = labels[i]
+            body(lvl, "leave")
+            if not (early_inc and lvl == inner and main):
+                emit_op(fg, "add.i64", left=ivs[i], right=step_v[lvl], result_reg=ivs[i].reg)
+            if c.chance(15):  # the latch in a block of its own
+                mid = fg.new_label()
+                fg.end(render(isa.op("br"), dest_pc=mid, operands=""))
+                fg.open(mid)
+            fg.end(render(isa.op("br"), dest_pc=head, operands=""))
+            fg.open(ex)
+            if i == 0:
+                fg.loop_taint = False
+            body(lvl, "after")
+
+    if init_nest:
+        main_ivs = kg.ivs
+        kg.ivs = [V("i64", fg.regs.new("i64")) for _ in range(k_top + 1)]
+        fill = fg.const(bank, 0) if c.chance(50) else None
+
+        def init_body(lvl, when):
+            if lvl == k_top and when == "enter":
+                kg.store(init_store, fill if fill is not None else kg.const(bank, 1))
+        emit_nest(list(range(k_top + 1)), kg.ivs, init_body, main=False)
+        kg.ivs = main_ivs
+
+    state = {"acc": None, "total": total, "sr": {}}
+
+    def main_body(lvl, when):
+        if when == "enter" and pattern == "acc" and lvl == depth - 2:
+            acc0 = kg.load(init_load) if init_load is not None else fg.const(bank, 0)
+            state["acc"] = emit_op(fg, "select." + bank, condition=kg.const("i32", 1), true_value=acc0,
+                                   false_value=acc0, result_reg=fg.regs.new(bank)) if c.chance(20) else acc0
+        if when == "enter" and lvl == inner:
+            if early_inc:
+                emit_op(fg, "add.i64", left=kg.ivs[inner], right=step_v[inner], result_reg=kg.ivs[inner].reg)
+            loaded = []
+            for a in ins:
+                if id(a) in state["sr"]:
+                    name_ = {"f32": "buffer.load.f32", "f64": "buffer.load.f64", "i32": "buffer.load.i32",
+                             "i64": "buffer.load.i64"}.get(a.dtype) or f"buffer.load.{a.dtype}.s"
+                    loaded.append(emit_op(fg, name_, source_buffer=kg.ref(a.bufs), source_offset=state["sr"][id(a)],
+                                          result_reg=fg.regs.new(BANK[a.dtype])))
+                else:
+                    loaded.append(kg.load(a))
+            kg.last_input = loaded[-1]
+            value = kg.compute(loaded, bank, c.int(0, 3))
+            if pattern == "elementwise":
+                kg.store(out_acc, value)
+            elif pattern == "rmw":
+                old = kg.load(rmw_load)
+                kg.store(out_acc, kg.combine(old, value))
+            elif pattern == "acc":
+                state["acc"] = kg.combine(state["acc"], value)
+            else:
+                state["total"] = kg.combine(state["total"], value)
+            for a in ins:  # step the strength-reduced indices
+                if id(a) in state["sr"]:
+                    reg = state["sr"][id(a)]
+                    emit_op(fg, "add.i64", left=reg,
+                            right=kg.coef(values.signed(a.coeffs[inner] * kg.k.loops[inner].step, 64)),
+                            result_reg=reg.reg)
+        if when == "after" and pattern == "acc" and lvl == depth - 1:
+            kg.store(out_acc, state["acc"])
+
+    def sr_init():
+        """Strength-reduced indices start at the innermost loop's first iteration."""
+        saved = kg.ivs[inner]
+        kg.ivs[inner] = start_v[inner]
+        for a in ins:
+            if id(a) in reduced:
+                start_index = kg.index(a)
+                state["sr"][id(a)] = emit_op(fg, "add.i64", left=start_index, right=kg.i64(0),
+                                             result_reg=fg.regs.new("i64"))
+        kg.ivs[inner] = saved
+
+    if inner == 0:
+        sr_init()
+
+    def body(lvl, when):
+        main_body(lvl, when)
+        if when == "enter" and lvl == inner - 1:
+            sr_init()
+
+    emit_nest(list(range(depth)), kg.ivs, body)
     fg.loop_taint = False
+    total = state["total"]
     results = [total] if total is not None else []
     if c.chance(50):
         results.append(kg.ivs[0])
     sig = fg.returns(results)
 
-    calls = kernel_calls(c, kg.k, pattern)
+    calls = kernel_calls(c, kg.k, pattern, huge=kg.huge)
     loose = frozenset(i for i, v in enumerate(results) if v.bank in ("f32", "f64"))
     return FuncOut(sig, fg.text(sig), calls, loose_results=loose)
 
 
-def kernel_calls(c, k: Kernel, pattern: str) -> list[list[int]]:
-    """Arguments around the edges of the in-range region, found with `Kernel.fits`."""
+def kernel_calls(c, k: Kernel, pattern: str, huge: bool = False) -> list[list[int]]:
+    """Arguments around the edges of the in-range region, found with `Kernel.fits`. With
+    `huge` coefficients an index may wrap around into range, so no call relies on a trap to
+    end a long loop."""
     uses_m = any(lp.bound == "m" for lp in k.loops)
     uses_n = any(lp.bound == "n" for lp in k.loops)
     uses_off = any(a.use_off for a in k.accesses)
@@ -522,7 +595,7 @@ def kernel_calls(c, k: Kernel, pattern: str) -> list[list[int]]:
     cands = [(m0, n0, off0, sel)]
     if uses_m and m0 < cap:
         cands.append((m0 + 1, n0, off0, sel))  # traps in the last outer iteration
-        if not k.fits(m0 + 1, n0, off0, sel):
+        if not k.fits(m0 + 1, n0, off0, sel) and not huge:
             cands.append((values.I32_MAX, n0, off0, sel))  # traps at the same place
     for t in (7, 8, 9, 15, 16, 17, 31, 32, 33, 1, 0, -3):
         if t <= m0:

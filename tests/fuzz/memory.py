@@ -399,6 +399,7 @@ def memory_function(mg, name: str | None = None) -> FuncOut:
     fg = FuncGen(mg, name or mg.name("m"), args)
     fg.result_banks = None
     fg.risk = c.choice([0, 1, 3, 8])
+    fg.ref_params = True
     control.region(fg, depth=1, budget=c.int(2, 18), menu=MENU + [(4, control.s_if)])
     results = scalar.result_values(fg, 8)
     refs = [v for v in fg.pool["ref"]][-4:]
