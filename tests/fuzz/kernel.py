@@ -144,6 +144,7 @@ class KAccess:
     coeffs: dict[int, int]
     base: int
     use_off: bool
+    shift: int = 0  # where ivs are stepped before the access: what that adds to the index
 
 
 @dataclass
@@ -153,6 +154,9 @@ class Kernel:
     bufs: list[KBuf] = field(default_factory=list)
 
     def bound(self, loop: KLoop, m: int, n: int) -> int:
+        if isinstance(loop.bound, tuple):  # ("len", buffer, width, delta): its element count + delta
+            _, kb, width, delta = loop.bound
+            return self.bufs[kb].nbytes // width + delta
         return m if loop.bound == "m" else n if loop.bound == "n" else loop.bound
 
     def fits(self, m: int, n: int, off: int, sel: int) -> bool:
@@ -167,7 +171,7 @@ class Kernel:
         for a in self.accesses:
             if not ranges[a.level][2]:
                 continue
-            lo = hi = a.base + (off if a.use_off else 0)
+            lo = hi = a.base + a.shift + (off if a.use_off else 0)
             for lvl, coef in a.coeffs.items():
                 x, y = coef * ranges[lvl][0], coef * ranges[lvl][1]
                 lo, hi = lo + min(x, y), hi + max(x, y)
@@ -380,7 +384,25 @@ def kernel_function(mg) -> FuncOut:
     m64 = emit_op(fg, "ext.i32.i64.s", operand=m, result_reg=fg.regs.new("i64"))
     n64 = emit_op(fg, "ext.i32.i64.s", operand=n, result_reg=fg.regs.new("i64"))
     kg.off64 = emit_op(fg, "ext.i32.i64.s", operand=off, result_reg=fg.regs.new("i64"))
-    bound_v = [m64 if lp.bound == "m" else n64 if lp.bound == "n" else kg.i64(lp.bound) for lp in kg.k.loops]
+    if c.chance(15):  # the outer bound is a buffer's element count (vm.buffer.length), +-1
+        kb, width = c.int(0, len(kg.k.bufs) - 1), c.choice([1, 4, 8])
+        if kg.k.bufs[kb].nbytes // width <= 48:
+            kg.k.loops[0].bound = ("len", kb, width, c.choice([0, 0, -1, 1]))
+    bound_v = []
+    for lp in kg.k.loops:
+        if isinstance(lp.bound, tuple):
+            _, kb, width, delta = lp.bound
+            r = emit_op(fg, "global.load.ref", out_kind="buffer", type_def="!vm.buffer",
+                        result_reg=fg.regs.new("ref"), **{"global": kg.k.bufs[kb].glob})
+            v = emit_op(fg, "buffer.length", buffer=r, result_reg=fg.regs.new("i64"))
+            if width > 1:
+                v = emit_op(fg, "shr.i64.u", operand=v, amount=kg.const("i32", width.bit_length() - 1),
+                            result_reg=fg.regs.new("i64"))
+            if delta:
+                v = emit_op(fg, "add.i64", left=v, right=kg.i64(delta), result_reg=fg.regs.new("i64"))
+            bound_v.append(v)
+        else:
+            bound_v.append(m64 if lp.bound == "m" else n64 if lp.bound == "n" else kg.i64(lp.bound))
     step_v = [kg.i64(lp.step) for lp in kg.k.loops]
     start_v = [kg.i64(lp.start) for lp in kg.k.loops]
     kg.ivs = [V("i64", fg.regs.new("i64")) for _ in kg.k.loops]
@@ -435,13 +457,16 @@ def kernel_function(mg) -> FuncOut:
         k_top = max(out_acc.coeffs)
         init_store = KAccess(out_bufs, out_dtype, True, k_top, out_acc.coeffs, out_acc.base, out_acc.use_off)
         kg.k.accesses.append(init_store)
-    early_inc = c.chance(15)  # the innermost iv is stepped before the body's accesses
-    if early_inc:
-        lp = kg.k.loops[inner]
+    # ivs stepped first thing in their body block: every access of that loop (inner ones too) sees iv + step
+    early = {lvl for lvl in range(depth) if c.chance(8)}
+    for lvl in early:
         for a in kg.k.accesses:
-            if a.level == inner and inner in a.coeffs and a is not (init_store if init_nest else None):
-                a.base += a.coeffs[inner] * lp.step
+            if a.level >= lvl and lvl in a.coeffs and not (init_nest and a is init_store):
+                a.shift += a.coeffs[lvl] * kg.k.loops[lvl].step
+    early_inc = inner in early
     reduced = {id(a) for a in ins if not early_inc and inner in a.coeffs and c.chance(20)}  # strength-reduced
+    branchy = c.chance(8)  # a data-dependent branch in the innermost body (the nest is not analysable)
+    kg.huge = kg.huge or branchy
 
     fg.loop_taint = False
 
@@ -467,7 +492,7 @@ def kernel_function(mg) -> FuncOut:
             lvl = levels[i]
             head, bod, ex = labels[i]
             body(lvl, "leave")
-            if not (early_inc and lvl == inner and main):
+            if not (lvl in early and main):
                 emit_op(fg, "add.i64", left=ivs[i], right=step_v[lvl], result_reg=ivs[i].reg)
             if c.chance(15):  # the latch in a block of its own
                 mid = fg.new_label()
@@ -493,12 +518,14 @@ def kernel_function(mg) -> FuncOut:
     state = {"acc": None, "total": total, "sr": {}}
 
     def main_body(lvl, when):
+        if when == "enter" and lvl in early and lvl != inner:
+            emit_op(fg, "add.i64", left=kg.ivs[lvl], right=step_v[lvl], result_reg=kg.ivs[lvl].reg)
         if when == "enter" and pattern == "acc" and lvl == depth - 2:
             acc0 = kg.load(init_load) if init_load is not None else fg.const(bank, 0)
             state["acc"] = emit_op(fg, "select." + bank, condition=kg.const("i32", 1), true_value=acc0,
                                    false_value=acc0, result_reg=fg.regs.new(bank)) if c.chance(20) else acc0
         if when == "enter" and lvl == inner:
-            if early_inc:
+            if inner in early:
                 emit_op(fg, "add.i64", left=kg.ivs[inner], right=step_v[inner], result_reg=kg.ivs[inner].reg)
             loaded = []
             for a in ins:
@@ -511,7 +538,20 @@ def kernel_function(mg) -> FuncOut:
                     loaded.append(kg.load(a))
             kg.last_input = loaded[-1]
             value = kg.compute(loaded, bank, c.int(0, 3))
-            if pattern == "elementwise":
+            if pattern == "elementwise" and branchy:  # store one of two values: a diamond
+                t = emit_op(fg, f"cmp.nz.{value.bank}" if value.bank in ("i32", "i64") else f"cmp.nan.{value.bank}",
+                            operand=value, result_reg=fg.regs.new("i32"))
+                la, lb, lj = fg.new_label(), fg.new_label(), fg.new_label()
+                fg.end(render(isa.op("cond_br"), condition=t.text, true_dest_pc=la, true_operands="",
+                              false_dest_pc=lb, false_operands=""))
+                fg.open(la)
+                kg.store(out_acc, value)
+                fg.end(render(isa.op("br"), dest_pc=lj, operands=""))
+                fg.open(lb)
+                kg.store(out_acc, kg.const(value.bank, 3) if value.bank in ("i32", "i64") else value)
+                fg.end(render(isa.op("br"), dest_pc=lj, operands=""))
+                fg.open(lj)
+            elif pattern == "elementwise":
                 kg.store(out_acc, value)
             elif pattern == "rmw":
                 old = kg.load(rmw_load)
