@@ -32,6 +32,7 @@ collect garbage) and one thread (two workers share two cores; traps are determin
 from __future__ import annotations
 
 import builtins
+import math
 import re
 import struct
 import warnings
@@ -322,7 +323,7 @@ def reflected_arguments(decl) -> list | None:
     for d in decl.inputs:
         if d.is_tensor:
             shape = tuple(DYNAMIC_DIM if s is None else s for s in d.shape)
-            n = int(np.prod(shape, dtype=np.int64)) if shape else 1
+            n = math.prod(shape)  # exact: a mutated dimension may be huge
             if d.dtype is None or not 0 <= n <= MAX_ARRAY_ELEMENTS or any(s < 0 for s in shape):
                 return None
             values = np.arange(n) % 3 + 1
@@ -374,7 +375,7 @@ def _dispatch(exe, entry, count, constant) -> None:
     from jitvm.runtime.native.hal.fpu import denormals_flushed
     from jitvm.runtime.objects import VmBuffer, VmList
 
-    n = min(entry.binding_count, MAX_BINDINGS)
+    n = max(0, min(entry.binding_count, MAX_BINDINGS))
     bindings = VmList.allocate(parse_type("!vm.buffer"), n)
     for _ in range(n):
         bindings.append(VmBuffer.allocate(BINDING_BYTES))
