@@ -278,7 +278,8 @@ def s_break(fg: FuncGen) -> None:
 
 def s_call(fg: FuncGen) -> None:
     c = fg.c
-    sigs = [s for s in fg.mod.sigs.values() if s.name != fg.name and "r" not in s.cconv]
+    refs = getattr(fg, "ref_params", False)
+    sigs = [s for s in fg.mod.sigs.values() if s.name != fg.name and (refs or "r" not in s.cconv)]
     if not sigs:
         return s_pure(fg)
     sig = c.choice(sigs)
@@ -293,7 +294,7 @@ def s_call(fg: FuncGen) -> None:
     else:
         fg.line(render(isa.op("call"), callee_ordinal=f"fz.{sig.name}", operands=args, results=results))
     for b, r in outs:
-        fg.define(b, r)
+        fg.define(b, r, kind="mixed" if b == "ref" else "")
 
 
 def s_fail(fg: FuncGen) -> None:
@@ -375,7 +376,9 @@ def control_function(mg, name: str | None = None) -> FuncOut:
 
 
 def recursive_function(mg) -> FuncOut:
-    """f(n, ...) recurses on (n & 15) - 1 until it reaches 0: bounded by the argument."""
+    """f(n, ...) recurses on (n & mask) - 1 until it reaches 0: bounded by the argument. The
+    mask is 15, or 1023 to reach the call-depth limit (both backends must trap at the same
+    depth, RESOURCE_EXHAUSTED)."""
     c = mg.c
     name = mg.name("rec")
     args = ["i32"] + [c.choice(VALUE_BANKS) for _ in range(c.int(0, 2))]
@@ -384,7 +387,8 @@ def recursive_function(mg) -> FuncOut:
     fg = FuncGen(mg, name, args)
     fg.result_banks = results
     n = fg.pool["i32"][0]
-    m = emit_op(fg, "and.i32", left=n, right=fg.small_const("i32", 15))
+    mask = c.choice([15, 15, 15, 1023])
+    m = emit_op(fg, "and.i32", left=n, right=fg.small_const("i32", mask))
     fg.protected.add(("i32", m.reg))
     zero = fg.small_const("i32", 0)
     t = emit_op(fg, "cmp.lt.i32.s", left=zero, right=m)
@@ -410,6 +414,6 @@ def recursive_function(mg) -> FuncOut:
     for _ in range(c.int(0, 3)):
         s_pure(fg)
     s_return(fg)
-    depths = [0, 1, 2, 5, 15, 16, -1, 31]
+    depths = [0, 1, 2, 5, 15, 16, -1, 31] if mask == 15 else [100, 509, 510, 511, 512, 513, 1000, 1023]
     calls = [[c.choice(depths)] + [c.scalar(b) for b in args[1:]] for _ in range(3)]
     return FuncOut(sig, fg.text(sig), calls)

@@ -392,19 +392,24 @@ MENU = [(14, s_load), (12, s_store), (5, s_fill), (6, s_copy), (4, s_compare), (
 
 
 def memory_function(mg, name: str | None = None) -> FuncOut:
+    """Buffer, list, global and ref statements. One in four takes buffer arguments: it is
+    not called from the test, only by the memory functions generated after it."""
     from . import control
 
     c = mg.c
     args = [c.choice(VALUE_BANKS) for _ in range(c.int(0, 3))]
+    internal = c.chance(25)
+    if internal:
+        args += ["ref"] * c.int(1, 2)
     fg = FuncGen(mg, name or mg.name("m"), args)
     fg.result_banks = None
     fg.risk = c.choice([0, 1, 3, 8])
     fg.ref_params = True
-    control.region(fg, depth=1, budget=c.int(2, 18), menu=MENU + [(4, control.s_if)])
+    control.region(fg, depth=1, budget=c.int(2, 18), menu=MENU + [(4, control.s_if), (3, control.s_call)])
     results = scalar.result_values(fg, 8)
     refs = [v for v in fg.pool["ref"]][-4:]
     sig = fg.returns(results + refs)
-    calls = [[c.scalar(b) for b in args] for _ in range(3 if args else 2)]
+    calls = [] if internal else [[c.scalar(b) for b in args] for _ in range(3 if args else 2)]
     return FuncOut(sig, fg.text(sig), calls)
 
 
