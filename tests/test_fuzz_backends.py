@@ -35,8 +35,22 @@ _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_b
            HealthCheck.filter_too_much]
 
 
+STATS = Counter()  # programs, calls and traps run by this module (printed at its end)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _totals(request):
+    def report():
+        if STATS["programs"]:
+            print(f"\nfuzz: {STATS['programs']} programs, {STATS['calls']} calls ({STATS['traps']} traps) under "
+                  f"both backends, {STATS['mismatching']} mismatching")
+    request.config.add_cleanup(report)  # after the run, when output is no longer captured
+    yield
+
+
 def _check(program) -> None:
     report = run_program(program, BACKENDS)
+    STATS.update(programs=1, calls=report.calls, traps=report.traps, mismatching=int(bool(report.problems)))
     assert not report.problems, ("JIT and interpreter disagree:\n" + "\n".join(report.problems[:5]) +
                                  "\n\nprogram:\n" + program.listing())
 

@@ -39,7 +39,12 @@ def main(argv=None) -> int:
         start = time.perf_counter()
         for seed in range(args.seed, args.seed + args.programs):
             program = generate(RandomChooser(f"{kind}/{seed}"), kind)
-            report = run_program(program, backends)
+            try:
+                report = run_program(program, backends)
+            except Exception as e:  # noqa: BLE001 - a crash of the harness or a backend is a finding too
+                stats["errors"] += 1
+                print(f"ERROR {kind} seed {seed}: {type(e).__name__}: {e}", flush=True)
+                continue
             stats["programs"] += 1
             stats["calls"] += report.calls
             stats["traps"] += report.traps
