@@ -2,13 +2,21 @@
 
 IREE's runtime evaluates VM math ops with libm (expf, atan2, lroundf, remainderf, ...).
 jitvm does the same: the interpreter calls these functions through ctypes and JIT-compiled
-code calls the very same symbols.
+code calls the very same addresses (registered with LLVM by `register_symbols`).
+
+Which libm: glibc keeps old versions of a few functions next to new ones, and they differ
+on domain errors (the old wrappers return a positive NaN, log(-1) = 0x7FF8..., the new ones
+the FPU's negative NaN). IREE's runtime wheel (manylinux_2_28) links the versions that
+were current in glibc 2.28: the old exp, exp2, log, log2 and pow (the f32 ones are already
+the new GLIBC_2.27 versions). `PINNED_VERSIONS` binds the same ones with dlvsym; elsewhere
+(another libc, or a glibc without them) the default versions are used.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import platform
 from functools import lru_cache
 
 _C = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
@@ -27,21 +35,54 @@ for _suffix, _t in (("f", "f32"), ("", "f64")):
     FUNCTIONS["llround" + _suffix] = ("llong", (_t,))
 
 
+# Symbol versions IREE's runtime wheel binds where glibc has several (readelf --dyn-syms on
+# iree/_runtime_libs/_runtime*.so of iree-base-runtime 3.13.0), by machine.
+_OLD_DOUBLE = ("exp", "exp2", "log", "log2", "pow")
+PINNED_VERSIONS: dict[str, dict[str, str]] = {
+    "x86_64": {name: "GLIBC_2.2.5" for name in _OLD_DOUBLE},
+    "aarch64": {name: "GLIBC_2.17" for name in _OLD_DOUBLE},
+}
+
+
 @lru_cache(maxsize=None)
 def _libm():
     path = ctypes.util.find_library("m")
     return ctypes.CDLL(path) if path else ctypes.CDLL(None)
 
 
+def _versioned(name: str) -> int | None:
+    """The address of `name` at the version IREE binds, if this libc has it."""
+    version = PINNED_VERSIONS.get(platform.machine(), {}).get(name)
+    if version is None:
+        return None
+    try:
+        dlvsym = ctypes.CDLL(None).dlvsym
+    except AttributeError:  # not glibc
+        return None
+    dlvsym.restype = ctypes.c_void_p
+    dlvsym.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+    return dlvsym(_libm()._handle, name.encode(), version.encode()) or None
+
+
+@lru_cache(maxsize=None)
+def address(name: str) -> int:
+    """Where the libm function `name` that both backends call lives."""
+    addr = _versioned(name)
+    if addr is None:
+        addr = ctypes.cast(getattr(_libm(), name), ctypes.c_void_p).value
+    return addr
+
+
 @lru_cache(maxsize=None)
 def function(name: str):
     """The libm function `name` as a ctypes callable with the right prototype."""
     result, args = FUNCTIONS[name]
-    fn = getattr(_libm(), name)
-    fn.restype = _C[result]
-    fn.argtypes = [_C[a] for a in args]
-    return fn
+    return ctypes.CFUNCTYPE(_C[result], *(_C[a] for a in args))(address(name))
 
 
-def address(name: str) -> int:
-    return ctypes.cast(function(name), ctypes.c_void_p).value
+def register_symbols() -> None:
+    """Makes JIT-compiled code's libm calls resolve to the same addresses as `function`."""
+    import llvmlite.binding as llvm
+
+    for name in FUNCTIONS:
+        llvm.add_symbol(name, address(name))

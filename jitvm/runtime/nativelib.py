@@ -13,7 +13,7 @@ import threading
 
 import llvmlite.binding as llvm
 
-from . import layout, semantics
+from . import layout, mathlib, semantics
 from .layout import field
 
 BUFFER_TYPE_ID = 1
@@ -504,6 +504,7 @@ def load() -> dict[str, object]:
         if _engine is None:
             initialize_llvm()
             _register_libc()
+            mathlib.register_symbols()
             mod = llvm.parse_assembly(_ir_text())
             mod.triple = llvm.get_process_triple()
             mod.verify()
