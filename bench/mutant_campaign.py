@@ -94,7 +94,7 @@ class RunReport:
     counts: Counter = field(default_factory=Counter)  # calls, dispatches, traps, ... summed
     notable: list = field(default_factory=list)  # (status, seed, changes, detail)
     slow: Counter = field(default_factory=Counter)  # where calls ran past the budget (phase and export)
-    digests: dict = field(default_factory=dict)  # mutant index -> outcome digest (accepted, all calls done)
+    digests: dict = field(default_factory=dict)  # mutant index -> outcome digest (all calls done, no OOM)
     restarts: int = 0
 
     def as_json(self) -> dict:
@@ -177,7 +177,7 @@ def run_campaign(count: int = 10_000, seed: int = 2026, workers: int = 2, iree: 
                 rr.slow[detail.split(":")[0]] += 1
                 if sum(1 for n in rr.notable if n[0] == SLOW_CALL) < 10:
                     rr.notable.append((status, m.seed, m.changes, detail))
-            elif status == ACCEPTED:
+            elif status == ACCEPTED and not counts.get("out_of_memory"):
                 rr.digests[i] = counts.get("digest")
     if len(runs) > 1:
         first, *others = runs
@@ -243,7 +243,8 @@ def format_report(r: Report, top: int = 15) -> str:
                 "  " + ", ".join(f"{s} {rr.statuses[s]}" for s in (ACCEPTED, SLOW_CALL, CRASH, HANG, BUG)),
                 f"  calls {c['calls']} (+ {c['dispatches']} dispatches of executables, {c['inits']} inits, "
                 f"{c['deinits']} deinits); traps {c['traps']}, other jitvm errors {c['errors']}, "
-                f"prepare errors {c['prepare_errors']}, slow calls {c['slow_calls']}, JIT fallbacks {c['fallbacks']}"]
+                f"prepare errors {c['prepare_errors']}, slow calls {c['slow_calls']}, out of memory {c['out_of_memory']}, "
+                f"JIT fallbacks {c['fallbacks']}"]
         if rr.slow:
             out += ["  calls past the budget (phase and call):"]
             out += [f"    {k:6}  {text}" for text, k in rr.slow.most_common(top)]

@@ -151,7 +151,9 @@ class _Calls:
     """Counts calls and their outcomes; anything but a clean jitvm.Error raises RunnerBug.
 
     `counts["digest"]` is a CRC of every call's outcome in order (results by value, traps by
-    status and message): the two backends must agree on it for the same mutant.
+    status and message): the two backends must agree on it for the same mutant, unless one
+    ran out of memory (`counts["out_of_memory"]`: the two processes hit their address-space
+    limit at different sizes).
     """
 
     def __init__(self):
@@ -173,6 +175,8 @@ class _Calls:
             if cause is not None:
                 raise RunnerBug(f"{what}: {type(e).__name__} wrapping {_name(cause)}: {e}") from e
             self.counts["traps" if isinstance(e, jitvm.Trap) else "errors"] += 1
+            if "out of memory" in str(e):  # where the worker's memory limit bites is no program fact
+                self.counts["out_of_memory"] += 1
             text = f"{e.status_name}: {e.message}" if isinstance(e, jitvm.Trap) else f"{type(e).__name__}: {e}"
             self._record(what, text.encode("utf-8", "replace"))
             return False
