@@ -10,7 +10,8 @@ Validity is kept by construction, with a simple register model:
 - `FuncGen.pool` holds the values defined on every path to the current point; operands are
   taken from it only, so no register is read before it is written;
 - results go to a fresh register or overwrite a pool register of the same bank, except
-  `protected` ones (loop counters, bounds and carried values), so loops always terminate.
+  `protected` ones (loop counters, bounds and steps, cached constants), so loops always
+  terminate.
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ Kinds:
   read-only rodata), lists of values and refs, value and ref globals (direct and indirect);
 - "kernel": VMVX-shaped loop nests over global buffers (see kernel.py);
 - "mixed": some of each.
-Every module gets a few scalar helpers that other functions call.
+Control and mixed modules also get scalar helpers and a recursive function to call. Every
+module has `@setup` (fills the ref globals; called first) and `@observe` (returns the whole
+module state; called after every call).
 """
 
 from __future__ import annotations
@@ -32,7 +34,8 @@ _MAKERS = {
 def generate(c: Chooser, kind: str, functions: int | None = None) -> Program:
     mg = ModuleGen(c)
     memory.declare_state(mg)
-    kernel.declare_buffers(mg) if kind in ("kernel", "mixed") else None
+    if kind in ("kernel", "mixed"):
+        kernel.declare_buffers(mg)
     for _ in range(c.int(0, 2) if kind in ("control", "mixed") else 0):
         mg.add(scalar.scalar_function(mg, mg.name("h"), ncalls=1))
     if kind in ("control", "mixed") and c.chance(60):
@@ -43,10 +46,9 @@ def generate(c: Chooser, kind: str, functions: int | None = None) -> Program:
         mg.add(_MAKERS[k](mg), callable_=k != "kernel")
     setup = kernel.setup_function(mg)
     observe = memory.observe_function(mg)
-    fns = ([setup] if setup else []) + mg.functions + [observe]
-    mg.functions = fns
-    return Program(text=mg.text(), functions=[f for f in mg.functions if f is not setup and f is not observe],
-                   setup=setup.sig.name if setup else None, observe=observe.sig.name,
+    called = list(mg.functions)
+    mg.functions = [setup] + called + [observe]
+    return Program(text=mg.text(), functions=called, setup=setup.sig.name, observe=observe.sig.name,
                    observe_values=sum(1 for b in observe.sig.results if b != "ref"),
                    ref_globals=list(mg.ref_globals), loose_ref_globals=dict(mg.loose_ref_globals))
 
