@@ -12,5 +12,5 @@ Generators of valid VM programs (tests/test_fuzz_backends.py runs them under hyp
 - kernel.py   VMVX-shaped loop nests over aliasing buffers, arguments at the guard's edges
 - program.py  whole modules of each kind
 - run.py      assembling, running under both backends, comparing (the NaN rule is there)
-- open/       reproducers of open issues (not in the corpus: they would fail it)
+- campaign.py long seeded campaigns outside pytest
 """
