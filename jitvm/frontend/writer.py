@@ -199,7 +199,11 @@ class ModuleBuilder:
     # -- declarations -----------------------------------------------------------------------
 
     def type_ordinal(self, name: str, where=None) -> int:
-        """The type table index of `name`, appending it on first use."""
+        """The type table index of `name`, appending it on first use. A bare `?` (the element
+        of `!vm.list<?>` in MLIR's spelling) is the table's `!vm.opaque`, as iree-as-module
+        writes it."""
+        if name == "?":
+            name = "!vm.opaque"
         index = self._type_index.get(name)
         if index is None:
             index = self._type_index[name] = len(self.types)
