@@ -26,7 +26,7 @@ _target_machine = None
 ADDRESSES: dict[str, int] = {}
 
 # libc entry points the native code (runtime and JIT-compiled) may call.
-LIBC_SYMBOLS = ("malloc", "free", "posix_memalign", "memset", "memcpy", "memmove", "memcmp")
+LIBC_SYMBOLS = ("malloc", "calloc", "free", "posix_memalign", "memset", "memcpy", "memmove", "memcmp")
 
 
 def _o(struct: str, name: str) -> int:
@@ -79,6 +79,7 @@ def _ir_text() -> str:
     max_frames = layout.field("Trap", "frames").type[2]
     return f"""
 declare ptr @malloc(i64)
+declare ptr @calloc(i64, i64)
 declare void @free(ptr)
 declare i32 @posix_memalign(ptr, i64, i64)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
@@ -154,15 +155,27 @@ data:
   %slot = alloca ptr
   %empty = icmp eq i64 %len, 0
   %n = select i1 %empty, i64 1, i64 %len
+  %default_align = icmp eq i64 %a, 16
+  br i1 %default_align, label %zeroed, label %aligned
+zeroed:
+  ; malloc's alignment is 16 here (x86_64, aarch64): calloc hands large buffers over as
+  ; fresh zero pages instead of writing zeros over gigabytes.
+  %z = call ptr @calloc(i64 %n, i64 1)
+  %znull = icmp eq ptr %z, null
+  br i1 %znull, label %free_header, label %init
+aligned:
   %rc = call i32 @posix_memalign(ptr %slot, i64 %a, i64 %n)
   %bad = icmp ne i32 %rc, 0
-  br i1 %bad, label %free_header, label %init
+  br i1 %bad, label %free_header, label %clear
+clear:
+  %m = load ptr, ptr %slot
+  call void @llvm.memset.p0.i64(ptr %m, i8 0, i64 %n, i1 false)
+  br label %init
 free_header:
   call void @free(ptr %b)
   br label %fail
 init:
-  %d = load ptr, ptr %slot
-  call void @llvm.memset.p0.i64(ptr %d, i8 0, i64 %n, i1 false)
+  %d = phi ptr [ %z, %zeroed ], [ %m, %clear ]
   call void @init_header(ptr %b, i32 {BUFFER_TYPE_ID}, ptr @jv_buffer_destroy)
   %pd = getelementptr inbounds i8, ptr %b, i64 {b_data}
   store ptr %d, ptr %pd
