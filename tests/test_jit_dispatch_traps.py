@@ -1,5 +1,6 @@
-"""A trapping workgroup under the multi-threaded dispatch runner reports what a serial loop
-reports: the lowest failing workgroup, with every workgroup below it run to completion."""
+"""The multi-threaded dispatch runner: a trapping workgroup reports what a serial loop reports
+(the lowest failing workgroup, with every workgroup below it run to completion), and grids
+too small to pay for waking the thread pool run on the calling thread."""
 
 from __future__ import annotations
 
@@ -77,9 +78,9 @@ def entry(tmp_path_factory):
     return instance.lookup("entry"), _ctx
 
 
-def _dispatch(fn, out: np.ndarray, first: int, second: int) -> Dispatch:
+def _dispatch(fn, out: np.ndarray, first: int, second: int, spin: int = SPIN) -> Dispatch:
     mutable = layout.BUFFER_MUTABLE | layout.BUFFER_ORIGIN_HOST
-    constants = VmBuffer.from_bytes(np.array([first, second, SPIN], np.int32).tobytes())
+    constants = VmBuffer.from_bytes(np.array([first, second, spin], np.int32).tobytes())
     bindings = VmList.allocate("!vm.buffer", 1)
     bindings.append(VmBuffer.wrap_memory(out.ctypes.data, out.nbytes, mutable, None))
     return Dispatch(fn, (COUNT, 1, 1), (1, 1, 1), VmBuffer.allocate(0), constants, bindings)
@@ -109,3 +110,19 @@ def test_every_workgroup_runs_once(entry, threads):
     out = np.zeros(2 * COUNT, np.int32)
     NativeDispatchRunner(threads).run(_dispatch(fn, out, -1, -1))
     assert (out[:COUNT] == np.arange(1, COUNT + 1)).all()
+
+
+def test_small_grids_run_on_the_calling_thread(entry):
+    """Threads are used while a grid's measured cost is worth it, whatever the history."""
+    fn, _keep = entry
+    runner = NativeDispatchRunner(2)
+    used = []
+    for spin in (0, 0, 0, 0, *[10 * SPIN] * 5):
+        out = np.zeros(2 * COUNT, np.int32)
+        runner.run(_dispatch(fn, out, -1, -1, spin))
+        assert (out[:COUNT] == np.arange(1, COUNT + 1)).all()
+        used.append(runner.last_threads)
+    # The first run uses both threads (unmeasured: cold), the second measures two, the third
+    # one; a few microseconds of work then stay on one thread; once ~60 ms of work per run
+    # is measured, two threads again.
+    assert used[:4] == [2, 2, 1, 1] and 2 in used[-3:], used

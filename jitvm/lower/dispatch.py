@@ -5,7 +5,9 @@ indices from a shared atomic counter (in increasing order; a run rather than one
 neighbouring workgroups, which write neighbouring memory, stay on one core), builds the
 VMVX entry arguments and calls the compiled entry function, with the CPU's flush-to-zero
 mode on as IREE runs dispatches. Python starts one worker per thread, each with its own
-workgroup-local memory, and waits with the GIL released.
+workgroup-local memory, and waits with the GIL released. Per entry function, the runner
+measures both ways (all threads, the calling thread alone) and keeps the faster: for small
+grids waking the pool costs more than the work.
 
 Traps stay deterministic whatever the thread count: a failing worker stops the others
 from claiming more work, and a claimed run is finished unless it fails itself; every index
@@ -18,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import llvmlite.binding as llvm
@@ -117,6 +120,8 @@ _WORKER = ctypes.CFUNCTYPE(
     ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
 RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
+SERIAL_MARGIN = 0.8  # the calling thread alone must be this much faster per workgroup to win
+REPROBE = 32  # every this many runs of an entry, the way not chosen is measured again
 
 _lock = threading.Lock()
 _worker = None
@@ -154,6 +159,35 @@ class NativeDispatchRunner:
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="jitvm-dispatch") \
             if self.threads > 1 else None
         self._serial = SerialDispatchRunner()
+        self._cost: dict[int, dict] = {}  # entry -> {threads used: s per workgroup, "runs": n}
+        self.last_threads = 0  # how many threads the last dispatch ran on
+
+    def _threads_for(self, fn: int, total: int) -> int:
+        """All threads or the calling thread alone, whichever this entry's runs found faster
+        per workgroup (waking the pool costs more than a small grid's work). The first run
+        (cold caches) is not measured; then both ways are measured, the calling thread is
+        kept only when clearly faster, and every REPROBE-th run measures the other way again."""
+        n = min(self.threads, total)
+        if n <= 1:
+            return n
+        seen = self._cost.setdefault(fn, {"runs": 0})
+        seen["runs"] += 1
+        if seen["runs"] == 1 or n not in seen:
+            return n
+        if 1 not in seen:
+            return 1
+        best = 1 if seen[1] < SERIAL_MARGIN * seen[n] else n
+        if seen["runs"] % REPROBE == 0:
+            return n if best == 1 else 1
+        return best
+
+    def _record(self, fn: int, seconds: float, threads: int, total: int) -> None:
+        seen = self._cost.setdefault(fn, {"runs": 1})
+        if seen["runs"] <= 1 and threads > 1:
+            return  # the first run: caches and pages were cold
+        per_workgroup = seconds / total
+        old = seen.get(threads)
+        seen[threads] = per_workgroup if old is None else 0.25 * old + 0.75 * per_workgroup
 
     def run(self, dispatch: Dispatch) -> None:
         entry = dispatch.entry
@@ -165,11 +199,13 @@ class NativeDispatchRunner:
         fn, ctx = entry.native_entry()
         cx, cy, cz = dispatch.workgroup_count
         total = cx * cy * cz
+        if total == 0:
+            return
         worker = _compile_worker()
         flush = fpu.flush_bits()
         counter = ctypes.c_uint64(0)
         stop = ctypes.c_int32(0)
-        n = min(self.threads, total)
+        n = self._threads_for(fn, total)
         chunk = max(1, total // (n * RUNS_PER_THREAD)) if n > 1 else total
         records = [TrapT() for _ in range(n)]
         failed = [ctypes.c_uint64(0) for _ in range(n)]
@@ -181,11 +217,15 @@ class NativeDispatchRunner:
                           cx, cy, cz, ctypes.addressof(counter), total, ctypes.addressof(stop),
                           ctypes.addressof(records[k]), ctypes.addressof(failed[k]), flush, chunk)
 
+        start = time.perf_counter()
         if n <= 1 or self._pool is None:
             statuses = [work(0)]
         else:
             statuses = list(self._pool.map(work, range(n)))
         failures = [(failed[k].value, k) for k, st in enumerate(statuses) if st]
+        if not failures:
+            self._record(fn, time.perf_counter() - start, n, total)
+        self.last_threads = n
         if failures:
             _, k = min(failures)
             for j in range(len(statuses)):  # drop the other workers' parked exceptions
