@@ -20,7 +20,7 @@ from ..frontend.cconv import Span
 from ..runtime import abi, nativelib, traps
 from ..runtime.bytecode import BytecodeInstance, InternalFunction, LoadedModule
 from ..runtime.layout import TrapT
-from . import codegen, frames, imports, values
+from . import codegen, frames, imports
 
 _retain = nativelib.fn.jv_retain
 _release = nativelib.fn.jv_release
@@ -123,7 +123,7 @@ class InterpExecutable:
         abi.check_arity(name, cconv, args)
         if any(isinstance(a, Span) for a in cconv.args):
             raise ArgumentError(f"{name} has a variadic signature ({cconv}); bytecode functions cannot")
-        raw = [values.to_raw(code, v, f"argument {i} of {name}") for i, (code, v) in enumerate(zip(cconv.args, args))]
+        raw = [abi.argument_slot(code, v, f"argument {i} of {name}") for i, (code, v) in enumerate(zip(cconv.args, args))]
         for code, r in zip(cconv.args, raw):
             if code == "r" and r:
                 _retain(r)
@@ -134,8 +134,8 @@ class InterpExecutable:
         if not codes:
             return []
         if len(codes) == 1:
-            return [values.to_python(codes[0], out)]
-        return [values.to_python(c, r) for c, r in zip(codes, out)]
+            return [abi.from_slot(codes[0], out, owned=True)]
+        return [abi.from_slot(c, r, owned=True) for c, r in zip(codes, out)]
 
     def native_entry(self, instance: BytecodeInstance, ordinal: int) -> tuple[int, int]:
         """(address, ctx) of `i32 fn(ctx, u64* args, u64* results, Trap*)` running the function."""

@@ -23,17 +23,11 @@ Everything libm computes goes through the same libm functions as IREE and the JI
 from __future__ import annotations
 
 import math
-import struct
 
-from ..runtime import mathlib
+from ..runtime import abi, mathlib
 
-_F = struct.Struct("<f")
-_I = struct.Struct("<I")
-_D = struct.Struct("<d")
-_Q = struct.Struct("<Q")
 
-DEFAULT_NAN = _D.unpack(_Q.pack(0xFFF8000000000000))[0]  # x86's "real indefinite" NaN
-F32_INF_BITS = 0x7F800000
+DEFAULT_NAN = abi.f64_from_slot(0xFFF8000000000000)  # x86's "real indefinite" NaN
 _QUIET = 0x0008000000000000  # the quiet bit of an f64 NaN
 
 
@@ -42,24 +36,11 @@ def libm(name: str):
     return mathlib.function(name)
 
 
-def f32_bits(x: float) -> int:
-    """C's (float)x as its 32-bit pattern (overflow rounds to +-inf, NaN payloads kept)."""
-    try:
-        return _I.unpack(_F.pack(x))[0]
-    except OverflowError:  # finite double beyond f32: round-to-nearest gives infinity
-        return F32_INF_BITS | (0x80000000 if x < 0 else 0)
-
-
-def bits_f32(bits: int) -> float:
-    return _F.unpack(_I.pack(bits & 0xFFFFFFFF))[0]
-
-
-def f64_bits(x: float) -> int:
-    return _Q.unpack(_D.pack(x))[0]
-
-
-def bits_f64(bits: int) -> float:
-    return _D.unpack(_Q.pack(bits & 0xFFFFFFFFFFFFFFFF))[0]
+# Float <-> bits conversions are the runtime ABI's (C's (float)x: beyond f32 rounds to inf).
+f32_bits = abi.f32_slot
+bits_f32 = abi.f32_from_slot
+f64_bits = abi.f64_slot
+bits_f64 = abi.f64_from_slot
 
 
 def divide_by_zero(x: float, y: float) -> float:

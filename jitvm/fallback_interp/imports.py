@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from ..errors import STATUS_CODES, Error, Trap
 from ..frontend.cconv import Span
-from ..runtime import nativelib, traps
-from . import values
+from ..runtime import abi, nativelib, traps
 
 _release = nativelib.fn.jv_release
 
@@ -52,7 +51,7 @@ def _group(site, segments, flat: list) -> list:
 
 def _result_raw(site, k: int, code: str, value) -> int:
     try:
-        raw = values.to_raw(code, value, f"result {k} of {site.name}")
+        raw = abi.argument_slot(code, value, f"result {k} of {site.name}")
     except Error as e:
         raise Trap(STATUS_CODES["INTERNAL"], str(e)) from None
     if code == "r" and raw:
@@ -67,7 +66,7 @@ def through_python(site, fn, segments):
     n = len(result_codes)
 
     def call(stk, *args):
-        py = [values.to_python(code, raw) for code, raw in zip(arg_codes, args)]
+        py = [abi.from_slot(code, raw, owned=True) for code, raw in zip(arg_codes, args)]
         try:
             out = fn.call(_group(site, segments, py))
         except Error:

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from ..runtime.objects import register_type
+from ..runtime.objects import checked_type_id
 from .ops_control import ref_move_or_retain, store_ref
 from .registry import handles
 
 
 def ref_type_id(e, type_index: int) -> int:
-    """The runtime type id a checked op compares against (0 matches no object)."""
-    t = e.vf.module.types[type_index]
-    if t.is_ref and t.kind != "opaque":
-        return register_type(t.ref)
-    return 0
+    """The runtime type id a checked op compares against (runtime.objects.checked_type_id)."""
+    return checked_type_id(e.vf.module.types[type_index])
 
 
 def check_type(e, value: str, type_index: int) -> None:

@@ -7,7 +7,6 @@ each *kind* of field, so no opcode is named here.
 from __future__ import annotations
 
 import math
-import re
 import struct
 from dataclasses import dataclass
 
@@ -68,27 +67,16 @@ class Names:
         return f"{self.module_name}:{ordinal}"
 
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{(\w+)(=?)( ?)(?::(\w+))?\}")
 
 
 def _compile(form: str, op: isa.Op):
     """Template -> list of literal strings and (field index or name, mode, spec) tuples."""
-    parts: list = []
-    pos = 0
-    for m in _TOKEN.finditer(form):
-        parts.append(form[pos:m.start()])
-        pos = m.end()
-        text = m.group(0)
-        if text in ("{{", "}}"):
-            parts.append(text[0])
-            continue
-        name, eq, space, spec = m.groups()
-        mode = "prefix" if eq and not space else "suffix" if eq else "plain"
-        if name in ("mnemonic", "block"):
-            parts.append((name, mode, spec))
-        else:
-            parts.append((op.index(name), mode, spec))
-    parts.append(form[pos:])
+    parts = []
+    for part in isa.form_parts(form):
+        if isinstance(part, isa.FormField):
+            name = part.name if part.name in ("mnemonic", "block") else op.index(part.name)
+            part = (name, part.mode, part.spec)
+        parts.append(part)
     return [p for p in parts if p != ""]
 
 

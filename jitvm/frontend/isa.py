@@ -11,6 +11,7 @@ by `disasm`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .module import FEATURE_BITS
@@ -78,6 +79,35 @@ class Op:
 
     def index(self, name: str) -> int:
         return next(i for i, f in enumerate(self.fields) if f.name == name)
+
+
+# --- dump forms: the template syntax the disassembler renders and the assembler reads ----
+
+FORM_COMMENT = "  //"  # starts a template's trailing comment (constant in hex, rodata size)
+_FORM_TOKEN = re.compile(r"\{\{|\}\}|\{(\w+)(=?)( ?)(?::(\w+))?\}")
+
+
+@dataclass(frozen=True)
+class FormField:
+    name: str  # a field name, "mnemonic" or "block"
+    mode: str  # "plain"; "prefix" ({x=}: "x = " when x is present); "suffix" ({x= }: " x")
+    spec: str | None  # rendering hint after a colon ("hex32", "size", ...)
+
+
+def form_parts(form: str) -> list:
+    """A dump template as literal strings and FormFields; `{{` and `}}` are literal braces."""
+    parts: list = []
+    pos = 0
+    for m in _FORM_TOKEN.finditer(form):
+        parts.append(form[pos:m.start()])
+        pos = m.end()
+        if m.group(0) in ("{{", "}}"):
+            parts.append(m.group(0)[0])
+            continue
+        name, eq, space, spec = m.groups()
+        parts.append(FormField(name, "prefix" if eq and not space else "suffix" if eq else "plain", spec))
+    parts.append(form[pos:])
+    return parts
 
 
 def _r(name: str, bank: str, out: bool = False, move: bool = False) -> Field:

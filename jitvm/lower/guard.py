@@ -18,27 +18,31 @@ from .emitter import I1, I64, const
 from .loops import Nest
 
 
-class _Eval:
-    """Exact evaluation of invariant expressions with an overflow flag."""
+class InvariantEval:
+    """Evaluation of invariant expressions: exact, with an overflow flag (the guard), or as
+    `nsw` arithmetic where a guard already proved there is no overflow (`proven=True`)."""
 
-    def __init__(self, e):
+    def __init__(self, e, proven: bool = False):
         self.e = e
         self.b = e.b
         self.ok = const(I1, 1)
+        self.proven = proven
 
-    def _checked(self, fn, x, y):
+    def _checked(self, fn, plain, x, y):
+        if self.proven:
+            return plain(x, y, flags=["nsw"])
         r = fn(x, y)
         self.ok = self.b.and_(self.ok, self.b.not_(self.b.extract_value(r, 1)))
         return self.b.extract_value(r, 0)
 
     def add(self, x, y):
-        return self._checked(self.b.sadd_with_overflow, x, y)
+        return self._checked(self.b.sadd_with_overflow, self.b.add, x, y)
 
     def sub(self, x, y):
-        return self._checked(self.b.ssub_with_overflow, x, y)
+        return self._checked(self.b.ssub_with_overflow, self.b.sub, x, y)
 
     def mul(self, x, y):
-        return self._checked(self.b.smul_with_overflow, x, y)
+        return self._checked(self.b.smul_with_overflow, self.b.mul, x, y)
 
     def expr(self, node):
         kind = node[0]
@@ -67,7 +71,7 @@ def all_iterations_in_range(e, nest: Nest):
     boxes = {}  # loop id -> (runs, start, last, sound) as IR values
     ranges = {}  # access index -> (runs, lo, hi)
     for loop in nest.loops:
-        ev = _Eval(e)
+        ev = InvariantEval(e)
         start = e.get(Reg("i64", loop.iv, False, loop.iv), "i64") if loop.start is None else ev.expr(loop.start)
         bound, step = ev.expr(loop.bound), ev.expr(loop.step)
         runs = b.icmp_signed("<", start, bound)
@@ -86,7 +90,7 @@ def all_iterations_in_range(e, nest: Nest):
         runs, _, _, sound = boxes[loop.id]
         ok = b.and_(ok, b.or_(b.not_(runs), sound))
     for access in nest.accesses:
-        ev = _Eval(e)
+        ev = InvariantEval(e)
         base = ev.expr(access.element.b)
         lo = hi = base
         runs = const(I1, 1)
@@ -121,18 +125,8 @@ def proven_index(e, access):
     vectorise). The terms are added in the guard's order, where it checked that every
     partial sum fits in i64 over the whole iteration box, so the arithmetic is `nsw`.
     """
-    b = e.b
-
-    def expr(node):
-        kind = node[0]
-        if kind == "const":
-            return const(I64, node[1])
-        if kind == "reg":
-            return e.get(Reg("i64", node[2], False, node[2]), "i64")
-        x, y = expr(node[1]), expr(node[2])
-        return {"add": b.add, "sub": b.sub, "mul": b.mul}[kind](x, y, flags=["nsw"])
-
-    index = expr(access.element.b)
+    ev = InvariantEval(e, proven=True)
+    index = ev.expr(access.element.b)
     stepped = dict(access.stepped)
     for loop_id in access.loops:
         coeff = access.element.coeff(loop_id)
@@ -140,6 +134,6 @@ def proven_index(e, access):
             continue
         iv = e.get(Reg("i64", e.nest_loops[loop_id].iv, False, e.nest_loops[loop_id].iv), "i64")
         if loop_id in stepped:  # the register already holds iv + step (the guard bounded it)
-            iv = b.sub(iv, expr(stepped[loop_id]), flags=["nsw"])
-        index = b.add(index, b.mul(expr(coeff), iv, flags=["nsw"]), flags=["nsw"])
+            iv = ev.sub(iv, ev.expr(stepped[loop_id]))
+        index = ev.add(index, ev.mul(ev.expr(coeff), iv))
     return index

@@ -240,9 +240,9 @@ def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
     # Header: enough iterations left for all copies?
     b.position_at_end(jam_header)
     e.copy, e.renamed = None, plan.renamed
-    from .guard import _Eval
+    from .guard import InvariantEval
 
-    ev = _Eval(e)
+    ev = InvariantEval(e)
     start = e.get(iv, "i64")
     bound, step = ev.expr(loop.bound), ev.expr(loop.step)
     span = ev.mul(step, const(I64, u - 1))

@@ -26,10 +26,10 @@ def type_table_symbol(key: str) -> str:
 
 
 def runtime_type_ids(verified: VerifiedModule) -> list[int]:
-    """The values of a module's type table in this process (0 for values and any-refs)."""
-    from ..runtime.objects import register_type
+    """The values of a module's type table in this process (runtime.objects.checked_type_id)."""
+    from ..runtime.objects import checked_type_id
 
-    return [register_type(t.ref) if t.is_ref and t.kind != "opaque" else 0 for t in verified.types]
+    return [checked_type_id(t) for t in verified.types]
 
 
 @dataclass
@@ -148,14 +148,13 @@ class ModuleLowering:
         return self.intrinsic("llvm.memset.p0.i64", VOID, [PTR, I8, I64, I1])
 
     def ref_type_id(self, builder, type_index: int):
-        """The runtime type id a checked ref op compares against, as an IR value.
+        """The runtime type id a checked ref op compares against, as an IR value: the module's
+        type table entry (filled at load), or a constant where it names no ref type."""
+        from ..runtime.objects import checked_type_id, names_ref_type
 
-        `!vm.opaque` and value types name no ref type (IREE resolves them to type 0): every
-        non-null ref mismatches them, so they get NO_TYPE_ID, which no object carries.
-        """
         t = self.verified.types[type_index]
-        if not t.is_ref or t.kind == "opaque":
-            return ir.Constant(I32, nativelib.NO_TYPE_ID)
+        if not names_ref_type(t):
+            return ir.Constant(I32, checked_type_id(t))
         p = builder.gep(self.type_table, [ir.Constant(I64, type_index)], inbounds=True, source_etype=I32)
         v = builder.load(p, typ=I32)
         v.set_metadata("invariant.load", self.module.add_metadata([]))

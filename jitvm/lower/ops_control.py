@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..frontend.cconv import Span
 from ..runtime import layout, traps
-from .emitter import BANK_TYPE, CODE_BANK, F32, FN_TYPE, I8, I32, I64, PTR, Reg, const, offset_of
+from .emitter import BANK_TYPE, CODE_BANK, FN_TYPE, I8, I32, I64, PTR, Reg, const, offset_of
 from .registry import lowers
 
 STATUS_CODE_MASK = 0x1F
@@ -100,21 +100,21 @@ def _br_table(e, ins):
 
 # --- return / fail ------------------------------------------------------------------------------
 
-def _store_slot(e, base, i, code, reg) -> None:
+def slot_bits(e, reg, code):
+    """A value register as the u64 of its ABI slot (32-bit values zero-extended)."""
     b = e.b
-    slot = b.gep(base, [const(I64, i)], source_etype=I64)
-    if code == "r":
-        b.store(e.take_ref(reg), slot)
-        return
     bank = CODE_BANK[code]
     v = e.get(reg, bank)
     if bank == "f32":
         v = b.bitcast(v, I32)
     if bank in ("i32", "f32"):
-        v = b.zext(v, I64)
-    elif bank == "f64":
-        v = b.bitcast(v, I64)
-    b.store(v, slot)
+        return b.zext(v, I64)
+    return b.bitcast(v, I64) if bank == "f64" else v
+
+
+def _store_slot(e, base, i, code, reg) -> None:
+    slot = e.b.gep(base, [const(I64, i)], source_etype=I64)
+    e.b.store(e.take_ref(reg) if code == "r" else slot_bits(e, reg, code), slot)
 
 
 @lowers("return")
@@ -167,15 +167,7 @@ def _pack_args(e, site, ins) -> list:
                 e.clear_ref(reg)
             b.store(v, p)
         else:
-            bank = CODE_BANK[code]
-            v = e.get(reg, bank)
-            if bank == "f32":
-                v = b.bitcast(v, I32)
-            if bank in ("i32", "f32"):
-                v = b.zext(v, I64)
-            elif bank == "f64":
-                v = b.bitcast(v, I64)
-            b.store(v, p)
+            b.store(slot_bits(e, reg, code), p)
         slot += 1
 
     for pos, spec in enumerate(site.cconv.args):
@@ -200,17 +192,8 @@ def _unpack_results(e, site, ins) -> None:
         if code == "r":
             e.set_ref(Reg("ref", reg.index, False, reg.raw), b.load(p, typ=PTR))
             continue
-        bank = CODE_BANK[code]
-        bits = b.load(p, typ=I64)
-        if bank == "i32":
-            v = b.trunc(bits, I32)
-        elif bank == "f32":
-            v = b.bitcast(b.trunc(bits, I32), F32)
-        elif bank == "f64":
-            v = b.bitcast(bits, BANK_TYPE["f64"])
-        else:
-            v = bits
-        e.set(Reg(bank, reg.index, False, reg.raw), v, bank)
+        bank = CODE_BANK[code]  # a slot's low bytes hold 32-bit values (little endian), as on entry
+        e.set(Reg(bank, reg.index, False, reg.raw), b.load(p, typ=BANK_TYPE[bank]), bank)
 
 
 def _callee(e, site):

@@ -337,7 +337,7 @@ class Module:
         self.globals: dict[str, Value] = {}
         self._metadata: list[str] = []
         self._empty_md = None
-        self._weights: dict[tuple, str] = {}
+        self._shared_nodes: dict[tuple, str] = {}  # metadata made once: branch weights, loop properties
 
     def intrinsic_decl(self, name: str, ret: Type, args) -> "Function":
         fn = self.globals.get(name)
@@ -383,11 +383,11 @@ class Module:
         property node, e.g. '!"llvm.loop.unroll.disable"')."""
         refs = []
         for prop in properties:
-            node = self._weights.get(("loop-property", prop))
+            node = self._shared_nodes.get(("loop-property", prop))
             if node is None:
                 node = f"!{len(self._metadata)}"
                 self._metadata.append("!{" + prop + "}")
-                self._weights[("loop-property", prop)] = node
+                self._shared_nodes[("loop-property", prop)] = node
             refs.append(node)
         i = len(self._metadata)
         self._metadata.append(f"distinct !{{!{i}" + "".join(f", {r}" for r in refs) + "}")
@@ -395,11 +395,11 @@ class Module:
 
     def weights_node(self, weights) -> str:
         key = tuple(weights)
-        node = self._weights.get(key)
+        node = self._shared_nodes.get(key)
         if node is None:
             node = f"!{len(self._metadata)}"
             self._metadata.append('!{!"branch_weights", ' + ", ".join(f"i32 {w}" for w in key) + "}")
-            self._weights[key] = node
+            self._shared_nodes[key] = node
         return node
 
     def __str__(self) -> str:

@@ -33,6 +33,10 @@ _Q = struct.Struct("<Q")
 _q = struct.Struct("<q")
 
 
+M32 = 0xFFFFFFFF
+M64 = 0xFFFFFFFFFFFFFFFF
+
+
 def f32_slot(x: float) -> int:
     """C's (float)x as its bits: a finite double beyond f32 rounds to infinity (struct refuses it)."""
     try:
@@ -41,32 +45,46 @@ def f32_slot(x: float) -> int:
         return 0x7F800000 | (0x80000000 if x < 0 else 0)
 
 
+def f64_slot(x: float) -> int:
+    return _Q.unpack(_F64.pack(x))[0]
+
+
+def _i32(slot: int) -> int:
+    v = slot & M32
+    return v - ((v & 0x80000000) << 1)
+
+
+def _i64(slot: int) -> int:
+    slot &= M64
+    return slot - ((slot & 0x8000000000000000) << 1)
+
+
+def f32_from_slot(slot: int) -> float:
+    return _F32.unpack(_U32.pack(slot & M32))[0]
+
+
+def f64_from_slot(slot: int) -> float:
+    return _F64.unpack(_Q.pack(slot & M64))[0]
+
+
+# Value code -> (Python value -> slot, slot -> Python value); refs are handled by the callers.
+_TO_SLOT = {"i": lambda v: int(v) & M32, "I": lambda v: int(v) & M64,
+            "f": lambda v: f32_slot(float(v)), "F": lambda v: f64_slot(float(v))}
+_FROM_SLOT = {"i": _i32, "I": _i64, "f": f32_from_slot, "F": f64_from_slot}
+
+
 def to_slot(code: str, value) -> int:
     """A Python value as the u64 slot for value code `code`."""
-    if code == "i":
-        return int(value) & 0xFFFFFFFF
-    if code == "I":
-        return int(value) & 0xFFFFFFFFFFFFFFFF
-    if code == "f":
-        return f32_slot(value)
-    if code == "F":
-        return _Q.unpack(_F64.pack(value))[0]
-    if value is None:
-        return 0
-    return value.addr
+    if code == "r":
+        return 0 if value is None else value.addr
+    return _TO_SLOT[code](value)
 
 
 def from_slot(code: str, slot: int, owned: bool):
     """The Python value in a u64 slot; refs become Refs (taking over `owned` references)."""
-    if code == "i":
-        return _I32.unpack(_U32.pack(slot & 0xFFFFFFFF))[0]
-    if code == "I":
-        return _q.unpack(_Q.pack(slot & 0xFFFFFFFFFFFFFFFF))[0]
-    if code == "f":
-        return _F32.unpack(_U32.pack(slot & 0xFFFFFFFF))[0]
-    if code == "F":
-        return _F64.unpack(_Q.pack(slot))[0]
-    return Ref.wrap(slot, retain_it=not owned)
+    if code == "r":
+        return Ref.wrap(slot, retain_it=not owned)
+    return _FROM_SLOT[code](slot)
 
 
 def slot_count(cconv: CallingConvention, args) -> int:
@@ -87,23 +105,15 @@ _KIND = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
 def argument_slot(code: str, value, what: str) -> int:
     """A caller's Python value as its slot, or ArgumentError naming `what` when it is of the
     wrong kind: integers (no floats) for i32/i64, real numbers for f32/f64, a Ref or None for
-    refs, the rules (and message) of the interpreter's calls."""
+    refs. Both backends' calls take their arguments through here."""
+    if code == "r":
+        if value is None or isinstance(value, Ref) and value.addr:
+            return to_slot(code, value)
+        raise ArgumentError(f"{what} must be a ref or None (got {type(value).__name__})")
     try:
-        if code == "i":
-            return operator.index(value) & 0xFFFFFFFF
-        if code == "I":
-            return operator.index(value) & 0xFFFFFFFFFFFFFFFF
-        if code == "f":
-            return f32_slot(float(value))
-        if code == "F":
-            return _Q.unpack(_F64.pack(float(value)))[0]
+        return to_slot(code, operator.index(value) if code in "iI" else float(value))
     except (TypeError, ValueError):
         raise ArgumentError(f"{what} must be an {_KIND[code]} (got {type(value).__name__} {value!r})") from None
-    if value is None:
-        return 0
-    if isinstance(value, Ref) and value.addr:
-        return value.addr
-    raise ArgumentError(f"{what} must be a ref or None (got {type(value).__name__})")
 
 
 def pack_args(cconv: CallingConvention, args, name: str = "function") -> ctypes.Array:
@@ -148,24 +158,7 @@ def unpack_args(cconv: CallingConvention, slots) -> list:
     return values
 
 
-def _i32(slot: int) -> int:
-    v = slot & 0xFFFFFFFF
-    return v - ((v & 0x80000000) << 1)
-
-
-def _i64(slot: int) -> int:
-    return slot - ((slot & 0x8000000000000000) << 1)
-
-
-def _f32(slot: int) -> float:
-    return _F32.unpack(_U32.pack(slot & 0xFFFFFFFF))[0]
-
-
-def _f64(slot: int) -> float:
-    return _F64.unpack(_Q.pack(slot))[0]
-
-
-_BORROWED = {"i": _i32, "I": _i64, "f": _f32, "F": _f64, "r": Ref.wrap}
+_BORROWED = {**_FROM_SLOT, "r": Ref.wrap}
 
 
 def args_unpacker(cconv: CallingConvention):

@@ -143,6 +143,26 @@ entry:
   ret void
 }}
 
+; The fields of a new buffer object: its memory, what keeps it alive (%origin, a retained
+; object, or %alloc, freed with the buffer).
+define internal void @init_buffer(ptr %b, ptr %data, i64 %len, i32 %access, ptr %origin, ptr %alloc) {{
+entry:
+  call void @init_header(ptr %b, i32 {BUFFER_TYPE_ID}, ptr @jv_buffer_destroy)
+  %pd = getelementptr inbounds i8, ptr %b, i64 {b_data}
+  store ptr %data, ptr %pd
+  %pl = getelementptr inbounds i8, ptr %b, i64 {b_len}
+  store i64 %len, ptr %pl
+  %pac = getelementptr inbounds i8, ptr %b, i64 {b_access}
+  store i32 %access, ptr %pac
+  %pr = getelementptr inbounds i8, ptr %pac, i64 4
+  store i32 0, ptr %pr
+  %po = getelementptr inbounds i8, ptr %b, i64 {b_origin}
+  store ptr %origin, ptr %po
+  %pa = getelementptr inbounds i8, ptr %b, i64 {b_alloc}
+  store ptr %alloc, ptr %pa
+  ret void
+}}
+
 ; A zeroed buffer of %len bytes aligned to %align (a power of two); null when out of memory.
 define ptr @jv_buffer_alloc(i64 %len, i64 %align, i32 %access) {{
 entry:
@@ -176,19 +196,7 @@ free_header:
   br label %fail
 init:
   %d = phi ptr [ %z, %zeroed ], [ %m, %clear ]
-  call void @init_header(ptr %b, i32 {BUFFER_TYPE_ID}, ptr @jv_buffer_destroy)
-  %pd = getelementptr inbounds i8, ptr %b, i64 {b_data}
-  store ptr %d, ptr %pd
-  %pl = getelementptr inbounds i8, ptr %b, i64 {b_len}
-  store i64 %len, ptr %pl
-  %pac = getelementptr inbounds i8, ptr %b, i64 {b_access}
-  store i32 %access, ptr %pac
-  %pr = getelementptr inbounds i8, ptr %pac, i64 4
-  store i32 0, ptr %pr
-  %po = getelementptr inbounds i8, ptr %b, i64 {b_origin}
-  store ptr null, ptr %po
-  %pa = getelementptr inbounds i8, ptr %b, i64 {b_alloc}
-  store ptr %d, ptr %pa
+  call void @init_buffer(ptr %b, ptr %d, i64 %len, i32 %access, ptr null, ptr %d)
   ret ptr %b
 fail:
   ret ptr null
@@ -201,20 +209,8 @@ entry:
   %bnull = icmp eq ptr %b, null
   br i1 %bnull, label %fail, label %init
 init:
-  call void @init_header(ptr %b, i32 {BUFFER_TYPE_ID}, ptr @jv_buffer_destroy)
-  %pd = getelementptr inbounds i8, ptr %b, i64 {b_data}
-  store ptr %data, ptr %pd
-  %pl = getelementptr inbounds i8, ptr %b, i64 {b_len}
-  store i64 %len, ptr %pl
-  %pac = getelementptr inbounds i8, ptr %b, i64 {b_access}
-  store i32 %access, ptr %pac
-  %pr = getelementptr inbounds i8, ptr %pac, i64 4
-  store i32 0, ptr %pr
   call void @jv_retain(ptr %origin)
-  %po = getelementptr inbounds i8, ptr %b, i64 {b_origin}
-  store ptr %origin, ptr %po
-  %pa = getelementptr inbounds i8, ptr %b, i64 {b_alloc}
-  store ptr null, ptr %pa
+  call void @init_buffer(ptr %b, ptr %data, i64 %len, i32 %access, ptr %origin, ptr null)
   ret ptr %b
 fail:
   ret ptr null

@@ -42,6 +42,18 @@ def type_id(name: str) -> int | None:
     return _type_ids.get(name)
 
 
+def names_ref_type(vm_type) -> bool:
+    """Whether a type-table entry names a concrete ref type. `!vm.opaque` and value types do
+    not (IREE resolves them to type 0): a checked ref op naming them rejects every non-null ref."""
+    return vm_type.is_ref and vm_type.kind != "opaque"
+
+
+def checked_type_id(vm_type) -> int:
+    """The type id a checked ref op (cast, list.get.ref, global/select/switch of refs) compares
+    an object's type with: NO_TYPE_ID, which no object carries, for entries naming none."""
+    return register_type(vm_type.ref) if names_ref_type(vm_type) else nativelib.NO_TYPE_ID
+
+
 def type_name(tid: int) -> str:
     return _type_names.get(tid, f"<type {tid}>")
 

@@ -17,7 +17,6 @@ Validity is kept by construction, with a simple register model:
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -32,7 +31,6 @@ WIDE = frozenset(("i64", "f64"))
 CODE = {"i32": "i", "i64": "I", "f32": "f", "f64": "F", "ref": "r"}
 MODULE = "fz"
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{(\w+)(=?)( ?)(?::(\w+))?\}")
 
 
 # --- choices -----------------------------------------------------------------------------
@@ -113,25 +111,18 @@ def reg_text(bank: str, reg: int, move: bool = False) -> str:
 
 def render(op: isa.Op, **texts: str) -> str:
     """The op's dump template filled with operand texts (trailing `//` comments dropped)."""
-    form = op.form.split("  //")[0]
     out = []
-    pos = 0
-    for m in _TOKEN.finditer(form):
-        out.append(form[pos:m.start()])
-        pos = m.end()
-        tok = m.group(0)
-        if tok in ("{{", "}}"):
-            out.append(tok[0])
+    for part in isa.form_parts(op.form.split(isa.FORM_COMMENT)[0]):
+        if not isinstance(part, isa.FormField):
+            out.append(part)
             continue
-        name, eq, space, _spec = m.groups()
-        value = op.mnemonic if name == "mnemonic" else texts[name]
-        if eq and not space:
+        value = op.mnemonic if part.name == "mnemonic" else texts[part.name]
+        if part.mode == "prefix":
             out.append(f"{value} = " if value else "")
-        elif eq:
+        elif part.mode == "suffix":
             out.append(f" {value}" if value else "")
         else:
             out.append(value)
-    out.append(form[pos:])
     return "".join(out)
 
 

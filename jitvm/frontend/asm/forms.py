@@ -26,7 +26,6 @@ from ..floatbits import round_to_f32
 from ..writer import Label, Symbol
 from .source import Cursor
 
-_TOKEN = re.compile(r"\{\{|\}\}|\{(\w+)(=?)( ?)(?::(\w+))?\}")
 _REG = re.compile(r"%([irR])(\d+)(?::(\d+))?")
 _INT = re.compile(r"[-+]?(?:0[xX][0-9a-fA-F]+|\d+)(?![\w.])")
 _FLOAT = re.compile(r"[-+]?(?:nan|inf|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|0[xX][0-9a-fA-F.]+(?:[pP][-+]?\d+)?)(?![\w.])",
@@ -35,7 +34,6 @@ _SYMBOL = re.compile(r"@([\w.$:-]+)")
 _LABEL = re.compile(r"\^([\w.$-]+)")
 _UINT = re.compile(r"\d+(?!\w)")
 _STORAGE = re.compile(r"\.(rwdata|refs)\[(\d+)\]")
-_COMMENT_START = "  //"
 
 INT_RANGE = {"i32": (-(1 << 31), (1 << 32) - 1), "i64": (-(1 << 63), (1 << 64) - 1)}
 
@@ -346,24 +344,16 @@ def _split_words(text: str) -> tuple[str, ...]:
 
 def compile_form(form: str, op: isa.Op) -> tuple:
     """Template -> parts; literal brackets around a GLOBAL field fold into the field."""
-    form = form.split(_COMMENT_START, 1)[0]
     raw: list = []
-    pos = 0
-    for m in _TOKEN.finditer(form):
-        raw.append(form[pos:m.start()])
-        pos = m.end()
-        text = m.group(0)
-        if text in ("{{", "}}"):
-            raw.append(text[0])
-            continue
-        name, eq, space = m.group(1), m.group(2), m.group(3)
-        if name == "mnemonic":
+    for part in isa.form_parts(form.split(isa.FORM_COMMENT, 1)[0]):
+        if not isinstance(part, isa.FormField):
+            raw.append(part)
+        elif part.name == "mnemonic":
             raw.append(_MNEMONIC)
-        elif name == "block":
+        elif part.name == "block":
             raise ValueError("block markers are labels, not instructions")
         else:
-            raw.append(_Field(op.index(name), "prefix" if eq and not space else "suffix" if eq else "plain"))
-    raw.append(form[pos:])
+            raw.append(_Field(op.index(part.name), part.mode))
     # Merge adjacent literal strings, fold `.rwdata[` ... `]` into GLOBAL fields.
     merged: list = []
     for part in raw:
