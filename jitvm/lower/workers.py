@@ -1,0 +1,427 @@
+"""Native code that walks a dispatch's workgroup grid, on a pool of native threads.
+
+`jv_dispatch_worker` claims runs of consecutive workgroup indices from a shared atomic
+counter (in increasing order; a run rather than one index, so neighbouring workgroups, which
+write neighbouring memory, stay on one core), builds the VMVX entry arguments and calls the
+compiled entry function, with the CPU's flush-to-zero mode on as IREE runs dispatches.
+
+`NativePool` keeps threads parked in native code between dispatches: a dispatch is posted
+by bumping a generation word and the calling thread takes share 0 itself. Pool threads
+enter through a gate; when share 0 returns every workgroup has been claimed, so the caller
+closes the gate and waits only for the threads inside: a thread that wakes late (a virtual
+CPU can take a millisecond) costs nothing. Waiting spins for a short while (dispatches of
+one model call follow each other within tens of microseconds) and then sleeps on a futex,
+so an idle pool costs nothing. No Python, no GIL and no Python thread switch is involved
+per dispatch: on a small grid those cost more than the work.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import threading
+import weakref
+
+import llvmlite.binding as llvm
+
+from ..runtime.native.hal import fpu
+from ..runtime.nativelib import initialize_llvm
+from . import target as targets
+
+_GRID_IR = """
+declare i64 @jv_fpu_get()
+declare void @jv_fpu_set(i64)
+
+define i32 @jv_dispatch_worker(ptr %fn, ptr %ctx, ptr %local, ptr %consts, ptr %bindings,
+                               i32 %cx, i32 %cy, i32 %cz, ptr %next, i64 %total, ptr %stop,
+                               ptr %trap, ptr %failed, i64 %flush_bits, i64 %chunk) {
+entry:
+  %args = alloca [12 x i64], align 8
+  %results = alloca [1 x i64], align 8
+  %saved = call i64 @jv_fpu_get()
+  %ftz = or i64 %saved, %flush_bits
+  call void @jv_fpu_set(i64 %ftz)
+  %l = ptrtoint ptr %local to i64
+  %c = ptrtoint ptr %consts to i64
+  %b = ptrtoint ptr %bindings to i64
+  store i64 %l, ptr %args
+  %a1 = getelementptr i64, ptr %args, i64 1
+  store i64 %c, ptr %a1
+  %a2 = getelementptr i64, ptr %args, i64 2
+  store i64 %b, ptr %a2
+  %a6 = getelementptr i64, ptr %args, i64 6
+  store i64 1, ptr %a6
+  %a7 = getelementptr i64, ptr %args, i64 7
+  store i64 1, ptr %a7
+  %a8 = getelementptr i64, ptr %args, i64 8
+  store i64 1, ptr %a8
+  %cx64 = zext i32 %cx to i64
+  %cy64 = zext i32 %cy to i64
+  %cz64 = zext i32 %cz to i64
+  %a9 = getelementptr i64, ptr %args, i64 9
+  store i64 %cx64, ptr %a9
+  %a10 = getelementptr i64, ptr %args, i64 10
+  store i64 %cy64, ptr %a10
+  %a11 = getelementptr i64, ptr %args, i64 11
+  store i64 %cz64, ptr %a11
+  %cxy = mul i64 %cx64, %cy64
+  br label %claim
+claim:
+  %stopped = load atomic i32, ptr %stop acquire, align 4
+  %halt = icmp ne i32 %stopped, 0
+  br i1 %halt, label %done, label %take
+take:
+  %first = atomicrmw add ptr %next, i64 %chunk seq_cst
+  %more = icmp ult i64 %first, %total
+  br i1 %more, label %claimed, label %done
+claimed:
+  %end0 = add i64 %first, %chunk
+  %short = icmp ult i64 %total, %end0
+  %end = select i1 %short, i64 %total, i64 %end0
+  br label %run
+run:
+  %i = phi i64 [ %first, %claimed ], [ %i1, %next_in_run ]
+  %x = urem i64 %i, %cx64
+  %xy = udiv i64 %i, %cx64
+  %y = urem i64 %xy, %cy64
+  %z = udiv i64 %i, %cxy
+  %a3 = getelementptr i64, ptr %args, i64 3
+  store i64 %x, ptr %a3
+  %a4 = getelementptr i64, ptr %args, i64 4
+  store i64 %y, ptr %a4
+  %a5 = getelementptr i64, ptr %args, i64 5
+  store i64 %z, ptr %a5
+  %status = call i32 %fn(ptr %ctx, ptr %args, ptr %results, ptr %trap)
+  %ok = icmp eq i32 %status, 0
+  br i1 %ok, label %next_in_run, label %fail
+next_in_run:
+  %i1 = add i64 %i, 1
+  %in_run = icmp ult i64 %i1, %end
+  br i1 %in_run, label %run, label %claim
+fail:
+  store i64 %i, ptr %failed
+  store atomic i32 1, ptr %stop release, align 4
+  call void @jv_fpu_set(i64 %saved)
+  ret i32 %status
+done:
+  call void @jv_fpu_set(i64 %saved)
+  ret i32 0
+}
+"""
+
+
+class PoolT(ctypes.Structure):
+    """The words a pool's threads share: wake-up and completion, then the posted dispatch."""
+
+    _fields_ = [
+        ("generation", ctypes.c_uint32), ("generation_sleepers", ctypes.c_uint32),
+        ("gate", ctypes.c_uint32), ("gate_sleepers", ctypes.c_uint32),  # threads inside | closed
+        ("shutdown", ctypes.c_uint32), ("threads", ctypes.c_uint32),  # shares in the posted dispatch
+        ("spin_ns", ctypes.c_uint64),
+        ("fn", ctypes.c_void_p), ("ctx", ctypes.c_void_p), ("consts", ctypes.c_void_p),
+        ("bindings", ctypes.c_void_p),
+        ("cx", ctypes.c_uint32), ("cy", ctypes.c_uint32), ("cz", ctypes.c_uint32), ("stop", ctypes.c_int32),
+        ("next", ctypes.c_uint64), ("total", ctypes.c_uint64), ("flush", ctypes.c_uint64),
+        ("chunk", ctypes.c_uint64),
+        ("locals", ctypes.c_void_p), ("traps", ctypes.c_void_p),  # per share: ptr arrays
+        ("failed", ctypes.c_void_p), ("statuses", ctypes.c_void_p),  # per share: u64 and i32 arrays
+    ]
+
+
+# futex(2) through syscall(2): the system call number per host architecture, and the pause
+# hint a spinning core gives its sibling.
+_FUTEX = {"x86_64": 202, "AMD64": 202, "aarch64": 98, "arm64": 98}
+_PAUSE = {"x86_64": ("declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"),
+          "aarch64": ("declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)")}
+FUTEX_WAIT_PRIVATE, FUTEX_WAKE_PRIVATE = 128, 129
+GATE_CLOSED = 1 << 30  # the gate word's flag; below it, how many threads are inside
+SPIN_NS = 300_000  # how long a waiter spins before it sleeps
+
+
+def _pool_ir(futex: int, pause: tuple[str, str]) -> str:
+    GATE_LAST = GATE_CLOSED + 1  # noqa: N806 (the value before the last thread inside leaves)
+    off = {name: getattr(PoolT, name).offset for name, _ in PoolT._fields_}
+    fields = "\n".join(f"  %f.{name} = getelementptr inbounds i8, ptr %pool, i64 {off[name]}"
+                       for name in off)
+    return f"""
+{pause[0]}
+declare i32 @clock_gettime(i32, ptr)
+declare i64 @syscall(i64, ...)
+
+define internal i64 @now_ns() {{
+entry:
+  %ts = alloca [2 x i64], align 8
+  call i32 @clock_gettime(i32 1, ptr %ts)
+  %s = load i64, ptr %ts
+  %pn = getelementptr i64, ptr %ts, i64 1
+  %n = load i64, ptr %pn
+  %sn = mul i64 %s, 1000000000
+  %t = add i64 %sn, %n
+  ret i64 %t
+}}
+
+; Waits until *%word differs from %old and returns it: spins for %spin_ns, then sleeps on
+; the futex (counted in *%sleepers, so a waker knows it must make the system call).
+define internal i32 @wait_change(ptr %word, i32 %old, ptr %sleepers, i64 %spin_ns) {{
+entry:
+  %t0 = call i64 @now_ns()
+  br label %spin
+spin:
+  %i = phi i64 [ 0, %entry ], [ %i1, %pause ], [ %i1, %clock ]
+  %v = load atomic i32, ptr %word acquire, align 4
+  %changed = icmp ne i32 %v, %old
+  br i1 %changed, label %out, label %pause
+pause:
+  {pause[1]}
+  %i1 = add i64 %i, 1
+  %low = and i64 %i1, 63
+  %look = icmp eq i64 %low, 0
+  br i1 %look, label %clock, label %spin
+clock:
+  %t = call i64 @now_ns()
+  %waited = sub i64 %t, %t0
+  %long = icmp uge i64 %waited, %spin_ns
+  br i1 %long, label %sleep, label %spin
+sleep:
+  atomicrmw add ptr %sleepers, i32 1 seq_cst
+  br label %recheck
+recheck:
+  %v2 = load atomic i32, ptr %word seq_cst, align 4
+  %changed2 = icmp ne i32 %v2, %old
+  br i1 %changed2, label %woke, label %futex
+futex:
+  call i64 (i64, ...) @syscall(i64 {futex}, ptr %word, i32 {FUTEX_WAIT_PRIVATE}, i32 %old, ptr null)
+  br label %recheck
+woke:
+  atomicrmw sub ptr %sleepers, i32 1 seq_cst
+  br label %out
+out:
+  %r = phi i32 [ %v, %spin ], [ %v2, %woke ]
+  ret i32 %r
+}}
+
+define internal void @wake_all(ptr %word, ptr %sleepers) {{
+entry:
+  %n = load atomic i32, ptr %sleepers seq_cst, align 4
+  %any = icmp ne i32 %n, 0
+  br i1 %any, label %wake, label %done
+wake:
+  call i64 (i64, ...) @syscall(i64 {futex}, ptr %word, i32 {FUTEX_WAKE_PRIVATE}, i32 2147483647)
+  br label %done
+done:
+  ret void
+}}
+
+; Runs share %k of the posted dispatch; a failure's status is kept (a thread may take part
+; twice, and its second pass, finding the grid stopped, must not overwrite the first).
+define internal void @run_share(ptr %pool, i64 %k) {{
+entry:
+{fields}
+  %fn = load ptr, ptr %f.fn
+  %ctx = load ptr, ptr %f.ctx
+  %consts = load ptr, ptr %f.consts
+  %bindings = load ptr, ptr %f.bindings
+  %cx = load i32, ptr %f.cx
+  %cy = load i32, ptr %f.cy
+  %cz = load i32, ptr %f.cz
+  %total = load i64, ptr %f.total
+  %flush = load i64, ptr %f.flush
+  %chunk = load i64, ptr %f.chunk
+  %locals = load ptr, ptr %f.locals
+  %pl = getelementptr ptr, ptr %locals, i64 %k
+  %local = load ptr, ptr %pl
+  %traps = load ptr, ptr %f.traps
+  %pt = getelementptr ptr, ptr %traps, i64 %k
+  %trap = load ptr, ptr %pt
+  %failed = load ptr, ptr %f.failed
+  %pf = getelementptr i64, ptr %failed, i64 %k
+  %status = call i32 @jv_dispatch_worker(ptr %fn, ptr %ctx, ptr %local, ptr %consts, ptr %bindings,
+      i32 %cx, i32 %cy, i32 %cz, ptr %f.next, i64 %total, ptr %f.stop, ptr %trap, ptr %pf, i64 %flush, i64 %chunk)
+  %bad = icmp ne i32 %status, 0
+  br i1 %bad, label %record, label %done
+record:
+  %statuses = load ptr, ptr %f.statuses
+  %ps = getelementptr i32, ptr %statuses, i64 %k
+  store i32 %status, ptr %ps
+  br label %done
+done:
+  ret void
+}}
+
+; A pool thread: parked until a dispatch is posted; it then enters through the gate (unless
+; the caller has closed it: every workgroup is claimed, nothing is left to help with), runs
+; its share if the dispatch has one for it (the job is read only inside the gate: a late
+; thread may enter the next dispatch) and leaves. A thread that wakes late costs the caller nothing. Returns at shutdown.
+define void @jv_pool_thread(ptr %pool, i64 %k, i32 %start) {{
+entry:
+{fields}
+  %spin_ns = load i64, ptr %f.spin_ns
+  br label %park
+park:
+  %seen = phi i32 [ %start, %entry ], [ %g, %enter ], [ %g, %left ], [ %g, %wake ]
+  %g = call i32 @wait_change(ptr %f.generation, i32 %seen, ptr %f.generation_sleepers, i64 %spin_ns)
+  %down = load atomic i32, ptr %f.shutdown acquire, align 4
+  %quit = icmp ne i32 %down, 0
+  br i1 %quit, label %exit, label %enter
+enter:
+  %gate = load atomic i32, ptr %f.gate seq_cst, align 4
+  %shut = and i32 %gate, {GATE_CLOSED}
+  %closed = icmp ne i32 %shut, 0
+  br i1 %closed, label %park, label %try
+try:
+  %inside = add i32 %gate, 1
+  %pair = cmpxchg ptr %f.gate, i32 %gate, i32 %inside seq_cst seq_cst
+  %entered = extractvalue {{ i32, i1 }} %pair, 1
+  br i1 %entered, label %member, label %enter
+member:
+  %n = load atomic i32, ptr %f.threads acquire, align 4
+  %n64 = zext i32 %n to i64
+  %mine = icmp ult i64 %k, %n64
+  br i1 %mine, label %work, label %leave
+work:
+  call void @run_share(ptr %pool, i64 %k)
+  br label %leave
+leave:
+  %before = atomicrmw sub ptr %f.gate, i32 1 seq_cst
+  %last = icmp eq i32 %before, {GATE_LAST}
+  br i1 %last, label %wake, label %left
+left:
+  br label %park
+wake:
+  call void @wake_all(ptr %f.gate, ptr %f.gate_sleepers)
+  br label %park
+exit:
+  ret void
+}}
+
+; Posts the dispatch in *%pool, runs share 0 on the calling thread, closes the gate (the
+; grid is exhausted when share 0 returns) and waits for the threads still inside.
+define void @jv_pool_run(ptr %pool) {{
+entry:
+{fields}
+  %spin_ns = load i64, ptr %f.spin_ns
+  store atomic i32 0, ptr %f.gate seq_cst, align 4
+  atomicrmw add ptr %f.generation, i32 1 seq_cst
+  call void @wake_all(ptr %f.generation, ptr %f.generation_sleepers)
+  call void @run_share(ptr %pool, i64 0)
+  atomicrmw or ptr %f.gate, i32 {GATE_CLOSED} seq_cst
+  br label %check
+check:
+  %gate = load atomic i32, ptr %f.gate acquire, align 4
+  %empty = icmp eq i32 %gate, {GATE_CLOSED}
+  br i1 %empty, label %out, label %wait
+wait:
+  call i32 @wait_change(ptr %f.gate, i32 %gate, ptr %f.gate_sleepers, i64 %spin_ns)
+  br label %check
+out:
+  ret void
+}}
+
+; Wakes every thread for good.
+define void @jv_pool_shutdown(ptr %pool) {{
+entry:
+{fields}
+  store atomic i32 1, ptr %f.shutdown seq_cst, align 4
+  atomicrmw add ptr %f.generation, i32 1 seq_cst
+  call void @wake_all(ptr %f.generation, ptr %f.generation_sleepers)
+  ret void
+}}
+"""
+
+
+GRID_WORKER = ctypes.CFUNCTYPE(
+    ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+    ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
+    ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
+_POOL_THREAD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32)
+_POOL_CALL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_POOL_SHUTDOWN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+class _Native:
+    """The compiled functions (one engine per process)."""
+
+    def __init__(self):
+        initialize_llvm()
+        fpu.register_symbols()
+        libc = ctypes.CDLL(None)
+        for name in ("clock_gettime", "syscall"):
+            llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
+        arch = platform.machine()
+        self.pooled = arch in _FUTEX and targets.host().triple.split("-")[0] in _PAUSE
+        text = _GRID_IR
+        if self.pooled:
+            text += _pool_ir(_FUTEX[arch], _PAUSE[targets.host().triple.split("-")[0]])
+        mod = llvm.parse_assembly(text)
+        mod.triple = targets.host().triple
+        mod.verify()
+        self.engine = llvm.create_mcjit_compiler(mod, targets.machine.__wrapped__(targets.host(), 2))  # owned
+        self.engine.finalize_object()
+        address = self.engine.get_function_address
+        self.grid = GRID_WORKER(address("jv_dispatch_worker"))
+        if self.pooled:
+            self.thread = _POOL_THREAD(address("jv_pool_thread"))
+            self.run = _POOL_CALL(address("jv_pool_run"))
+            self.shutdown = _POOL_SHUTDOWN(address("jv_pool_shutdown"))
+
+
+_lock = threading.Lock()
+_native: _Native | None = None
+
+
+def native() -> _Native:
+    global _native
+    with _lock:
+        if _native is None:
+            _native = _Native()
+    return _native
+
+
+class NativePool:
+    """`helpers` native threads plus the calling thread; `run` posts one dispatch to them.
+
+    One dispatch at a time (a lock); the threads end when the pool is closed or collected."""
+
+    def __init__(self, helpers: int):
+        self.helpers = helpers
+        self.shares = helpers + 1
+        self._native = native()
+        self.state = PoolT(spin_ns=SPIN_NS)
+        self._lock = threading.Lock()
+        self._threads = []
+        address = ctypes.addressof(self.state)
+        for k in range(1, self.shares):
+            t = threading.Thread(target=self._native.thread, args=(address, k, 0), daemon=True,
+                                 name=f"jitvm-dispatch-{k}")
+            t.start()
+            self._threads.append(t)
+        self._finalizer = weakref.finalize(self, _stop, self._native, self.state, self._threads)
+
+    def run(self, fn: int, ctx: int, consts: int, bindings: int, grid: tuple[int, int, int],
+            shares: int, chunk: int, flush: int, locals_: list[int], trap_addrs: list[int]):
+        """Runs the grid on `shares` threads (the calling one included); returns per share
+        (status, lowest failing workgroup index)."""
+        n = self.shares
+        locs = (ctypes.c_void_p * n)(*locals_, *[0] * (n - len(locals_)))
+        traps = (ctypes.c_void_p * n)(*trap_addrs, *[0] * (n - len(trap_addrs)))
+        failed = (ctypes.c_uint64 * n)()
+        statuses = (ctypes.c_int32 * n)()
+        with self._lock:
+            s = self.state
+            s.fn, s.ctx, s.consts, s.bindings = fn, ctx, consts, bindings
+            s.cx, s.cy, s.cz = grid
+            s.stop, s.next, s.total = 0, 0, grid[0] * grid[1] * grid[2]
+            s.flush, s.chunk, s.threads = flush, chunk, shares
+            s.locals, s.traps = ctypes.addressof(locs), ctypes.addressof(traps)
+            s.failed, s.statuses = ctypes.addressof(failed), ctypes.addressof(statuses)
+            self._native.run(ctypes.addressof(s))
+        return [(statuses[k], failed[k]) for k in range(shares)]
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def _stop(nat: _Native, state: PoolT, threads: list) -> None:
+    nat.shutdown(ctypes.addressof(state))
+    for t in threads:
+        t.join()
