@@ -30,7 +30,12 @@ from tests.fuzz.run import run_program
 
 pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 
-BACKENDS = {"interp": InterpreterBackend(), "jit": JitBackend(use_cache=False, progress=False)}
+# The JIT on two threads, its direct calls splitting loop nests of 4 innermost iterations
+# or more across a pool (lower.parallel): kernels with larger trip counts run split, smaller
+# ones in the single-threaded fast copy.
+SPLIT_FROM = 4
+BACKENDS = {"interp": InterpreterBackend(),
+            "jit": JitBackend(use_cache=False, progress=False, threads=2, split_calls_from=SPLIT_FROM)}
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.large_base_example,
            HealthCheck.filter_too_much]
 
@@ -42,8 +47,10 @@ STATS = Counter()  # programs, calls and traps run by this module (printed at it
 def _totals(request):
     def report():
         if STATS["programs"]:
+            pool = BACKENDS["jit"].call_pool()
             print(f"\nfuzz: {STATS['programs']} programs, {STATS['calls']} calls ({STATS['traps']} traps) under "
-                  f"both backends, {STATS['mismatching']} mismatching")
+                  f"both backends, {STATS['mismatching']} mismatching; "
+                  f"{pool.state.splits if pool else 0} loop nests split across threads")
     request.config.add_cleanup(report)  # after the run, when output is no longer captured
     yield
 
@@ -83,6 +90,17 @@ test_control_programs_campaign = _fuzz("control", 1500, slow=True)
 test_memory_programs_campaign = _fuzz("memory", 2000, slow=True)
 test_kernel_programs_campaign = _fuzz("kernel", 2000, slow=True)
 test_mixed_programs_campaign = _fuzz("mixed", 1000, slow=True)
+
+
+def test_kernel_programs_run_split_loops():
+    """The kernel programs reach the JIT's split loops (lower.parallel), and agree there."""
+    pool = BACKENDS["jit"].call_pool()
+    if pool is None:
+        pytest.skip("no thread pool on this host")
+    before = pool.state.splits
+    for seed in range(12):
+        _check(generate(RandomChooser(f"split/{seed}"), "kernel"))
+    assert pool.state.splits > before
 
 
 def test_every_op_is_generated():

@@ -52,16 +52,31 @@ class JitBackend:
     name = "jit"
 
     def __init__(self, speed: int = 2, use_cache: bool = True, progress: bool = True, threads: int | None = None,
-                 loop_steps: dict | None = None):
+                 loop_steps: dict | None = None, split_calls_from: int | None = None):
         self.speed = speed
         self.use_cache = use_cache
         self.progress = progress
         self.threads = threads
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
-        # version_loops, jam_loops, affine_indices (ModuleLowering) and slp (the compiler).
+        # version_loops, jam_loops, affine_indices, parallel_loops (ModuleLowering) and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
         self.target = targets.host()
         self._runner = None
+        # Direct calls (not only dispatches) may split loop nests of at least this many
+        # innermost iterations across a pool of their own: how the differential tests run
+        # split loops against the interpreter. None: direct calls never split.
+        self.split_calls_from = split_calls_from
+        self._call_pool = None
+
+    def call_pool(self):
+        """The pool direct calls lend to their split loops (see split_calls_from), or None."""
+        if self.split_calls_from is not None and self._call_pool is None:
+            from .workers import NativePool, native
+
+            if native().pooled:
+                self._call_pool = NativePool(max(1, compile_threads(self.threads) - 1))
+                self._call_pool.state.split_min_work = self.split_calls_from
+        return self._call_pool
 
     def dispatch_runner(self):
         """The HAL's runner for this backend's executables: native, on all cores."""
@@ -93,7 +108,8 @@ class JitBackend:
                              f"{f', {len(groups)} groups in parallel' if len(groups) > 1 else ''})") \
             if self.progress else None
         try:
-            steps = {n: options[n] for n in ("version_loops", "jam_loops", "affine_indices") if n in options}
+            steps = {n: options[n] for n in ("version_loops", "jam_loops", "affine_indices", "parallel_loops")
+                     if n in options}
             lowered = [ModuleLowering(loaded.verified, f"{k[:16]}g{i}", **steps).lower(group)
                        for i, group in enumerate(groups)]
             texts = [str(lm) for lm in lowered]
@@ -122,7 +138,7 @@ class JitBackend:
 
     def prepare(self, loaded: LoadedModule) -> "JitExecutable":
         objects, meta = self.compile(loaded)
-        return JitExecutable(loaded, compiler.LoadedCode(objects), meta)
+        return JitExecutable(loaded, compiler.LoadedCode(objects), meta, self.call_pool())
 
 
 def compile_threads(threads: int | None) -> int:
@@ -171,8 +187,9 @@ def function_groups(verified, parts: int) -> list[list[int]]:
 
 
 class JitExecutable:
-    def __init__(self, loaded: LoadedModule, code: compiler.LoadedCode, meta: dict):
+    def __init__(self, loaded: LoadedModule, code: compiler.LoadedCode, meta: dict, call_pool=None):
         self.loaded = loaded
+        self.call_pool = call_pool  # lent to direct calls' split loops (JitBackend.split_calls_from)
         self.code = code
         self.entries = {int(o): code.address(s) for g in meta["groups"] for o, s in g["symbols"].items()}
         self.fns = {o: abi.NATIVE_FN(a) for o, a in self.entries.items()}
@@ -231,7 +248,13 @@ class JitExecutable:
         arg_slots = abi.pack_args(cconv, args, f"{module.name}.{module.display_name(ordinal)}")
         results = abi.result_array(cconv)
         trap = TrapT()
-        status = self.fns[ordinal](instance.state_addr, arg_slots, results, ctypes.addressof(trap))
+        pool = self.call_pool
+        trap.pool = pool.lend(0) if pool is not None else 0
+        try:
+            status = self.fns[ordinal](instance.state_addr, arg_slots, results, ctypes.addressof(trap))
+        finally:
+            if trap.pool:
+                pool.give_back()
         if status:
             raise traps.take_exception(trap, describe_frame)
         return abi.unpack_results(cconv, results)

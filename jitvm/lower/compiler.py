@@ -58,6 +58,9 @@ class LoadedCode:
 
     def __init__(self, objects: list[bytes]):
         nativelib.load()  # runtime symbols must exist before linking
+        from .workers import native
+
+        native()  # jv_parallel_for
         with _load_lock:
             host = targets.host()
             empty = llvm.parse_assembly(f'target triple = "{host.triple}"\n')

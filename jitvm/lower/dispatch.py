@@ -55,6 +55,13 @@ class NativeDispatchRunner:
             self._pool = workers.NativePool(self.threads - 1)
         return self._pool
 
+    def split_loops_from(self, iterations: int) -> None:
+        """Kernels split a loop nest across the idle pool from this many innermost iterations
+        (workers.SPLIT_MIN_WORK by default; 0 splits every nest that qualifies: tests)."""
+        pool = self.pool()
+        if pool is not None:
+            pool.state.split_min_work = iterations
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
@@ -109,15 +116,23 @@ class NativeDispatchRunner:
         local = [dispatch.local_memory] + [VmBuffer.allocate(size) for _ in range(n - 1)]  # one per thread
         consts, bindings = dispatch.constants.addr, dispatch.bindings.addr
         start = time.perf_counter()
-        if pool is None:
+        shares = pool.run(fn, ctx, consts, bindings, (cx, cy, cz), n, chunk, flush,
+                          [b.addr for b in local], [ctypes.addressof(r) for r in records]) \
+            if pool is not None else None
+        if shares is None:
+            # One thread walks the grid; the idle pool is lent to the kernels' split loops.
+            lender = self.pool() if self.threads > 1 else None
+            records[0].pool = lender.lend(flush) if lender is not None else 0
             counter, stop, failed = ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0)
-            status = workers.native().grid(
-                fn, ctx, local[0].addr, consts, bindings, cx, cy, cz, ctypes.addressof(counter), total,
-                ctypes.addressof(stop), ctypes.addressof(records[0]), ctypes.addressof(failed), flush, chunk)
+            try:
+                status = workers.native().grid(
+                    fn, ctx, local[0].addr, consts, bindings, cx, cy, cz, ctypes.addressof(counter), total,
+                    ctypes.addressof(stop), ctypes.addressof(records[0]), ctypes.addressof(failed), flush, chunk)
+            finally:
+                if records[0].pool:
+                    lender.give_back()
             shares = [(status, failed.value)]
-        else:
-            shares = pool.run(fn, ctx, consts, bindings, (cx, cy, cz), n, chunk, flush,
-                              [b.addr for b in local], [ctypes.addressof(r) for r in records])
+            n = 1
         failures = [(index, k) for k, (status, index) in enumerate(shares) if status]
         if not failures:
             self._record(fn, time.perf_counter() - start, n, total)

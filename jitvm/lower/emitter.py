@@ -326,16 +326,20 @@ class Emitter:
 
     # --- the whole function -------------------------------------------------------------------
 
-    def lower(self) -> None:
-        vf = self.vf
+    def prologue(self) -> None:
+        """Zeroed register files, like a fresh IREE frame, and the call scratch space."""
         b = self.b
-        # Zeroed register files, like a fresh IREE frame.
         b.call(self.mod.intrinsic_memset(), [self.i32file, const(I8, 0), const(I64, 4 * self.n32), const(I1, 0)])
         b.call(self.mod.intrinsic_memset(), [self.reffile, const(I8, 0), const(I64, 8 * self.nref), const(I1, 0)])
         arg_slots, result_slots = self._call_slot_demand()
         self.call_args = opaque_alloca(b, ir.ArrayType(I64, max(1, arg_slots)), "call_args")
         self.call_results = opaque_alloca(b, ir.ArrayType(I64, max(1, result_slots)), "call_results")
         self.tmp64 = opaque_alloca(b, I64, "tmp64")  # out-parameter of runtime helpers
+
+    def lower(self) -> None:
+        vf = self.vf
+        b = self.b
+        self.prologue()
         self._enter_depth()
         self._copy_arguments()
         b.branch(self.blocks[0])
@@ -381,51 +385,87 @@ class Emitter:
 
         In the unchecked copy a parallel loop around a reduction may run jammed (lower.jam)
         when the buffers it stores to are apart from the others; otherwise it runs plainly.
+        When the invocation may use an idle thread pool and the root loop's iterations are
+        provably independent (lower.parallel), the unchecked copy runs split across threads.
         """
-        from . import jam
+        from . import jam, parallel
         from .guard import all_iterations_in_range
 
         fn = self.fn
         plan = jam.plan(self.vf, nest) if self.mod.jam_loops else None
+        split = parallel.plan(self.vf, nest, plan.loop if plan else None) if self.mod.parallel_loops else None
         # The guard goes first, into the block where the nest is entered: the jammed loop's
         # header reads its verdict on the buffers (a value of a dominating block).
         guard = self.blocks[nest.root.header]
         self.b.position_at_end(guard)
         self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
-        ok, ranges = all_iterations_in_range(self, nest)
+        ok, ranges, rest, boxes = all_iterations_in_range(self, nest)
         apart = jam.ranges_apart(self, plan, nest, ranges) if plan is not None else None
+        threads = parallel.guard(self, split, nest, ranges, rest, boxes) if split is not None else None
         guard_end = self.b.block
-        entries = {}
-        self.nest_loops = {loop.id: loop for loop in nest.loops}
-        for name, unchecked in (("checked", {}), ("fast", {a.index: a for a in nest.accesses})):
-            self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
-            self.unchecked = unchecked
-            self.fast_copy = name == "fast"
-            jammed = plan is not None and name == "fast"
-            if jammed:
-                rem_header = self.block_override[plan.loop.header]
-                jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
-                self.block_override[plan.loop.header] = jam_header  # P is entered jammed
-            entries[name] = self.block_override[nest.root.header]
-            for i in nest.blocks:
-                if jammed and i in plan.region:
-                    continue
-                self._lower_block(i, self.block_override[i])
-            if jammed:
-                self.block_override[plan.loop.header] = rem_header  # the plain loop loops back to itself
-                for i in plan.region:
-                    self._lower_block(i, self.block_override[i])
-                # In the jammed copies the buffers are apart (the header checked): say so to
-                # LLVM. Different iterations of P store to different elements, so each
-                # jammed copy's stores get a scope of their own.
-                keys = [(r, k) for r in plan.stored for k in (*range(plan.factor), None)]
-                keys += [(r, None) for r in plan.others]
-                self.alias = self.mod.module.alias_scopes(keys)
-                jam.emit(self, plan, jam_header, rem_header, apart)
-                self.alias = {}
-        self.block_override, self.unchecked, self.fast_copy, self.nest_loops = {}, {}, False, {}
+        checked = self.lower_nest_copy(nest, "checked", None, None)
+        fast = self.lower_nest_copy(nest, "fast", plan, apart)
         self.b.position_at_end(guard_end)
-        self.b.cbranch(ok, entries["fast"], entries["checked"])
+        if threads is None:
+            self.b.cbranch(ok, fast, checked)
+            return
+        pick = fn.append_basic_block(f"bb{nest.root.header}_split_or_not")
+        self.b.cbranch(ok, pick, checked)
+        self.b.position_at_end(pick)
+        on_threads = fn.append_basic_block(f"bb{nest.root.header}_split")
+        self.b.cbranch(threads, on_threads, fast)
+        self.b.position_at_end(on_threads)
+        parallel.emit_split(self, split, nest, plan)
+        self.b.branch(self.blocks[nest.root.exit])
+
+    def lower_nest_copy(self, nest, name: str, plan, apart, split_hi=None) -> ir.Block:
+        """One copy of the nest's blocks, returning its entry: "checked" (every access
+        checked) or unchecked, jammed per `plan` when the buffers are `apart`. With
+        `split_hi`, the root loop stops there and leaves to the root's exit block (the
+        body of a split nest)."""
+        from . import jam
+
+        fn = self.fn
+        self.nest_loops = {loop.id: loop for loop in nest.loops}
+        self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
+        self.unchecked = {} if name == "checked" else {a.index: a for a in nest.accesses}
+        self.fast_copy = name != "checked"
+        jammed = plan is not None and name != "checked"
+        if jammed:
+            rem_header = self.block_override[plan.loop.header]
+            jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
+            self.block_override[plan.loop.header] = jam_header  # P is entered jammed
+        entry = self.block_override[nest.root.header]
+        for i in nest.blocks:
+            if jammed and i in plan.region:
+                continue
+            if split_hi is not None and i == nest.root.header:
+                self._lower_split_header(nest.root, split_hi)
+            else:
+                self._lower_block(i, self.block_override[i])
+        if jammed:
+            self.block_override[plan.loop.header] = rem_header  # the plain loop loops back to itself
+            for i in plan.region:
+                self._lower_block(i, self.block_override[i])
+            # In the jammed copies the buffers are apart (the header checked): say so to
+            # LLVM. Different iterations of P store to different elements, so each
+            # jammed copy's stores get a scope of their own.
+            keys = [(r, k) for r in plan.stored for k in (*range(plan.factor), None)]
+            keys += [(r, None) for r in plan.others]
+            self.alias = self.mod.module.alias_scopes(keys)
+            jam.emit(self, plan, jam_header, rem_header, apart)
+            self.alias = {}
+        self.block_override, self.unchecked, self.fast_copy, self.nest_loops = {}, {}, False, {}
+        return entry
+
+    def _lower_split_header(self, root, hi) -> None:
+        """The root loop's header in a split nest's body: its instructions, then iv < hi."""
+        b = self.b
+        block = self.vf.blocks[root.header]
+        b.position_at_end(self.block_override[root.header])
+        self.lower_instructions(range(block.first, block.last))
+        iv = self.get(Reg("i64", root.iv, False, root.iv), "i64")
+        b.cbranch(b.icmp_signed("<", iv, hi), self.block_override[root.header + 1], self.blocks[root.exit])
 
     def _call_slot_demand(self) -> tuple[int, int]:
         args = results = 0

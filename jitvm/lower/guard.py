@@ -64,9 +64,10 @@ def _min_max(b, x, y):
 
 
 def all_iterations_in_range(e, nest: Nest):
-    """Emits the guard at the builder's position; returns its i1 value and, per access
-    index, (runs, lo, hi): whether it runs at all and its extreme element indices (exact
-    when the guard holds)."""
+    """Emits the guard at the builder's position; returns its i1 value; per access index,
+    (runs, lo, hi): whether it runs at all and its extreme element indices (exact when the
+    guard holds); and per access index (lo, hi, exact) of the index without the root
+    loop's term: what one iteration of the root loop touches, relative to it."""
     b = e.b
     boxes = {}  # loop id -> (runs, start, last, sound) as IR values
     ranges = {}  # access index -> (runs, lo, hi)
@@ -89,10 +90,11 @@ def all_iterations_in_range(e, nest: Nest):
     for loop in nest.loops:  # a loop that runs must have a positive step and no overflow
         runs, _, _, sound = boxes[loop.id]
         ok = b.and_(ok, b.or_(b.not_(runs), sound))
+    rest = {}  # access index -> (lo, hi, exact) without the root loop's term
     for access in nest.accesses:
-        ev = InvariantEval(e)
+        ev, rev = InvariantEval(e), InvariantEval(e)
         base = ev.expr(access.element.b)
-        lo = hi = base
+        lo = hi = rlo = rhi = base
         runs = const(I1, 1)
         for loop_id in access.loops:
             loop_runs, start, last, _ = boxes[loop_id]
@@ -103,6 +105,9 @@ def all_iterations_in_range(e, nest: Nest):
             a = ev.expr(coeff)
             x, y = _min_max(b, ev.mul(a, start), ev.mul(a, last))
             lo, hi = ev.add(lo, x), ev.add(hi, y)
+            if loop_id != nest.root.id:
+                rlo, rhi = rev.add(rlo, x), rev.add(rhi, y)
+        rest[access.index] = (rlo, rhi, b.and_(ev.ok, rev.ok))
         shadow = e.buffer_shadow(Reg("ref", access.buffer, False, access.buffer))
         limit = b.lshr(shadow["length"], const(I64, access.width.bit_length() - 1)) \
             if access.width > 1 else shadow["length"]
@@ -114,7 +119,7 @@ def all_iterations_in_range(e, nest: Nest):
                                                 const(access_bits.type, 0)))
         ok = b.and_(ok, b.or_(b.not_(runs), good))
         ranges[access.index] = (runs, lo, hi)
-    return ok, ranges
+    return ok, ranges, rest, boxes
 
 
 def proven_index(e, access):

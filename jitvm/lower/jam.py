@@ -82,15 +82,8 @@ def _inside(nest: Nest, loop: Loop) -> set[int]:
 
 def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
     region = range(loop.header, loop.latch + 1)
-    proven = {a.index: a for a in nest.accesses}
-    for bi in region:
-        block = vf.blocks[bi]
-        for idx in range(block.first, block.last + 1):
-            ins = vf.instructions[idx]
-            if idx in proven:
-                continue
-            if ins.op.family not in _PURE_FAMILIES or ins.op.name.startswith(_TRAPPING):
-                return None
+    if not pure_region(vf, region, nest):
+        return None
     inner = _inside(nest, loop)
     accesses = [a for a in nest.accesses if _in_region(vf, a.index, region)]
     stored = {a.buffer for a in accesses if a.store}
@@ -111,6 +104,19 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
     renamed, _refs = written_slots(vf, region)
     others = tuple(sorted({a.buffer for a in accesses} - stored))
     return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, _factor(loop))
+
+
+def pure_region(vf, region: range, nest: Nest) -> bool:
+    """Whether the blocks hold only register arithmetic, branches and proven buffer accesses:
+    nothing that can trap, call, or touch other state."""
+    proven = {a.index for a in nest.accesses}
+    for bi in region:
+        block = vf.blocks[bi]
+        for idx in range(block.first, block.last + 1):
+            ins = vf.instructions[idx]
+            if idx not in proven and (ins.op.family not in _PURE_FAMILIES or ins.op.name.startswith(_TRAPPING)):
+                return False
+    return True
 
 
 def _factor(loop: Loop) -> int:

@@ -534,6 +534,7 @@ class IRBuilder:
     def sadd_with_overflow(self, a, b, name=""): return self._overflow("sadd", a, b)
     def ssub_with_overflow(self, a, b, name=""): return self._overflow("ssub", a, b)
     def smul_with_overflow(self, a, b, name=""): return self._overflow("smul", a, b)
+    def umul_with_overflow(self, a, b, name=""): return self._overflow("umul", a, b)
 
     def extract_value(self, agg, index, name=""):
         return self._value(agg.type.elements[index], f"extractvalue {agg.type} {agg.ref}, {index}")

@@ -68,6 +68,7 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("message", "ptr"),  # optional NUL-terminated text (static, or owned by Python)
         ("frame_count", "i32"),
         ("depth", "i32"),  # current VM call depth of the invocation using this record
+        ("pool", "ptr"),  # an idle dispatch thread pool the invocation may split loops over, or null
         ("frames", ("array", "Frame", 32)),
     ],
     # An import slot: a callee with the uniform native ABI (see runtime.abi).
