@@ -1,0 +1,64 @@
+"""JIT on all threads vs one thread, per suite model, in one process.
+
+Both modules are loaded side by side and timed in alternating rounds (the machine's state
+drifts; alternation keeps the ratio honest), medians over the rounds, warm-up excluded.
+Models are built (cached) as the suite builds them.
+
+    python -m bench.thread_scaling                 # the suite, resnet50-style at 64x64
+    python -m bench.thread_scaling --models matmul512 resnet50 --rounds 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+from .build import compile_model
+from .models import suite
+from .run import select
+
+
+def time_call(fn, inputs, seconds: float) -> float:
+    n, start = 0, time.perf_counter()
+    while True:
+        fn(*inputs)
+        n += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return elapsed / n
+
+
+def main(argv: list[str] | None = None) -> int:
+    import jitvm
+
+    p = argparse.ArgumentParser(prog="python -m bench.thread_scaling", description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", nargs="*", help="model names or prefixes (default: all)")
+    p.add_argument("--resolution", type=int, default=64)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--min-time", type=float, default=0.25, help="seconds per timed repetition")
+    args = p.parse_args(argv)
+    print(f"| model | JIT 1 thread ms | JIT {args.threads} threads ms | speed-up |")
+    print("|---|---|---|---|")
+    for spec in select(suite(args.resolution), args.models):
+        vmfb = compile_model(spec, "vmvx", log=lambda *a: None)
+        inputs = spec.make_inputs()
+        fns = {t: jitvm.load(str(vmfb), threads=t).function(spec.function) for t in (1, args.threads)}
+        for fn in fns.values():
+            for _ in range(3):
+                fn(*inputs)
+        times: dict[int, list[float]] = {t: [] for t in fns}
+        for _ in range(args.rounds):
+            for t, fn in fns.items():
+                times[t].append(time_call(fn, inputs, args.min_time))
+        one, many = (float(np.median(times[t])) for t in (1, args.threads))
+        print(f"| {spec.name} | {one * 1e3:.3f} | {many * 1e3:.3f} | {one / many:.2f}x |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
