@@ -128,28 +128,31 @@ def test_small_grids_run_on_the_calling_thread(entry):
     assert used[:4] == [2, 2, 1, 1] and 2 in used[-3:], used
 
 
-def _pool_threads() -> int:
+def _pool_threads(runner) -> int:
+    import ctypes
     import threading
-    return sum(1 for t in threading.enumerate() if t.name.startswith("jitvm-dispatch"))
+    prefix = f"jitvm-dispatch-{ctypes.addressof(runner.pool().state):x}-"
+    return sum(1 for t in threading.enumerate() if t.name.startswith(prefix))
 
 
 def test_pool_threads_end_when_the_runner_goes(entry):
     """Pool threads are parked in native code; closing or collecting a runner ends them."""
     import gc
 
+    import threading
+
     fn, _keep = entry
-    gc.collect()  # runners other tests left behind
-    before = _pool_threads()
     for close in (True, False):
         runner = NativeDispatchRunner(3)
         out = np.zeros(2 * COUNT, np.int32)
         runner.run(_dispatch(fn, out, -1, -1))
-        assert runner.last_threads == 3 and _pool_threads() == before + 2
+        mine = list(runner.pool()._threads)
+        assert runner.last_threads == 3 and _pool_threads(runner) == 2
         if close:
             runner.close()
         del runner
         gc.collect()
-        assert _pool_threads() == before
+        assert not any(t.is_alive() for t in mine) and not set(mine) & set(threading.enumerate())
 
 
 def test_one_runner_serves_several_python_threads(entry):
@@ -173,7 +176,7 @@ def test_a_parked_pool_thread_does_not_hold_a_dispatch_up(entry):
     """A pool thread asleep on its futex can take a millisecond to wake on a virtual CPU; the
     calling thread claims every workgroup meanwhile and must not wait for it to show up.
     Measured against the same grid on the calling thread alone: the gap between the two
-    stays far below a wake-up when the pool has slept."""
+    stays well below a wake-up (about 1 ms) when the pool has slept."""
     import time
 
     fn, _keep = entry
@@ -196,5 +199,5 @@ def test_a_parked_pool_thread_does_not_hold_a_dispatch_up(entry):
         pooled.append(timed(runner))
         alone.append(timed(serial))
     # A dispatch whose work is microseconds: the pooled one must not pay for the wake-up.
-    assert sorted(pooled)[7] < sorted(alone)[7] + 150e-6, (sorted(pooled)[7], sorted(alone)[7])
+    assert sorted(pooled)[7] < sorted(alone)[7] + 400e-6, (sorted(pooled)[7], sorted(alone)[7])
     runner.close()

@@ -51,6 +51,8 @@ def plan(vf, nest: Nest, jammed_loop: Loop | None) -> ParallelPlan | None:
         return None
     if not pure_region(vf, region, nest):
         return None
+    if _static_volume(vf, nest) < STATIC_MIN_WORK:
+        return None  # never worth splitting: no second copy of the nest to compile
     written, written_refs = written_slots(vf, region)
     if written_refs:
         return None
@@ -78,6 +80,43 @@ def plan(vf, nest: Nest, jammed_loop: Loop | None) -> ParallelPlan | None:
     known = entry_constants(vf) if root.header != 0 else {}
     constants = {(r, bank): known[r][1] for r, bank in live_in if r in known and known[r][0] == bank}
     return ParallelPlan(root, region, stored, others, live_in, constants, tuple(sorted(refs)))
+
+
+# Nests whose constant loop bounds hold fewer innermost iterations than this get no split
+# copy (compile time: ResNet-50's executables have about a hundred qualifying nests). The
+# run-time threshold is the pool's split_min_work (lower.workers.SPLIT_MIN_WORK).
+STATIC_MIN_WORK = 1 << 22
+
+
+def _static_volume(vf, nest: Nest) -> float:
+    """The largest innermost iteration count the nest can have, from bounds that are
+    constants or entry-block constant registers (anything else counts as unbounded; the
+    root loop's start is a register, taken as 0)."""
+    known = entry_constants(vf)
+
+    def value(x):
+        if x[0] == "const":
+            return x[1]
+        if x[0] == "reg" and x[2] in known and known[x[2]][0] == "i64":
+            return known[x[2]][1]
+        return None
+
+    def trips(loop: Loop) -> float:
+        start, bound, step = (value(x) for x in (loop.start or ("const", 0), loop.bound, loop.step))
+        if start is None or bound is None or step is None or step <= 0:
+            return float("inf")
+        return max(0, -(-(bound - start) // step))
+
+    volume = 0.0
+    for loop in nest.loops:
+        if any(other.parent == loop.id for other in nest.loops):
+            continue
+        v, current = 1.0, loop
+        while current is not None:
+            v *= trips(current)
+            current = nest.loops[current.parent] if current.parent is not None else None
+        volume = max(volume, v)
+    return volume
 
 
 # --- register reads and liveness -------------------------------------------------------------

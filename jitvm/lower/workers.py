@@ -516,7 +516,7 @@ class NativePool:
         address = ctypes.addressof(self.state)
         for k in range(1, self.shares):
             t = threading.Thread(target=self._native.thread, args=(address, k, 0), daemon=True,
-                                 name=f"jitvm-dispatch-{k}")
+                                 name=f"jitvm-dispatch-{address:x}-{k}")
             t.start()
             self._threads.append(t)
         self._finalizer = weakref.finalize(self, _stop, self._native, self.state, self._threads)
