@@ -109,8 +109,8 @@ _WRAPPED = re.compile(r"^(?:interpreter error: )?([A-Za-z_][\w.]*): ")
 
 def hidden_bug(error: BaseException):
     """The Python exception (or its name) a jitvm.Error was made from, if it is one that only a
-    jitvm bug raises. The interpreter drops `__cause__` while unwinding, so an INTERNAL trap's
-    message is read too."""
+    jitvm bug raises. Traps that crossed native frames (JIT code, trampolines) lose their
+    `__cause__`, so an INTERNAL trap's message is read too."""
     seen = set()
     cause = error.__cause__
     while cause is not None and id(cause) not in seen:

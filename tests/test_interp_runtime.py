@@ -89,6 +89,8 @@ def test_python_exception_in_an_import_becomes_an_internal_trap(abi_module):
     t = info.value
     assert t.status_name == "INTERNAL" and "host cannot take 3" in t.message
     assert [f[1] for f in t.backtrace] == ["explode"]
+    # The Python exception stays attached through the interpreted frames it unwound.
+    assert isinstance(t.__cause__, ValueError) and "host cannot take 3" in str(t.__cause__)
 
 
 def test_trap_backtrace_is_innermost_first_with_pcs(abi_module):

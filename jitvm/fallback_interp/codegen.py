@@ -293,7 +293,8 @@ class FunctionEmitter:
         self.pc = None
         tail = [
             (2, "except Exception as e:"),
-            (3, f"raise UNWIND(e, {self.gen.info_name(vf.ordinal)}) from None"),
+            (3, f"_trap = UNWIND(e, {self.gen.info_name(vf.ordinal)})"),
+            (3, "raise _trap from _trap.__cause__"),  # the Python exception a trap came from stays attached
             (2, "finally:"),
             (3, "stk.depth = d - 1"),
         ]
