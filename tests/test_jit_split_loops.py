@@ -128,3 +128,39 @@ def test_a_store_over_the_input_stays_on_one_thread(backends):
     assert splits == 0
     assert out["jit"].tobytes() == out["interp"].tobytes()
     assert np.array_equal(out["jit"], data * 2 + 1)
+
+
+CONSTANTS = """
+vm.module @consts version 0
+vm.export @f
+vm.func @f(%i0: i32) -> (i32) {
+^bb0:
+  %i2:3 = vm.const.i64 64
+  %i4:5 = vm.const.i64 8
+  %i6 = vm.const.i32 5
+  %i1 = vm.const.i32 1
+  %i7 = vm.cmp.lt.i32.s %i0, %i1
+  vm.cond_br %i7, ^bb1(%i2->%i4, %i3->%i5), ^bb2()
+^bb1:
+  %i6 = vm.add.i32 %i6, %i1
+  vm.br ^bb2()
+^bb2:
+  %i8:9 = vm.add.i64 %i4:5, %i2:3
+  %i10 = vm.trunc.i64.i32 %i8:9
+  %i11 = vm.add.i32 %i10, %i6
+  vm.return %i11
+}
+"""
+
+
+def test_entry_constants_are_registers_nothing_else_writes():
+    """What the split body may take as constants: written once, by a constant in the entry
+    block; a register a branch edge or another instruction also writes is not one."""
+    from jitvm.frontend.module import load_module
+    from jitvm.lower.parallel import entry_constants, live_at
+    from jitvm.verify import verify_module
+
+    vf = verify_module(load_module(assemble(CONSTANTS, "<consts>"))).functions[0]
+    assert entry_constants(vf) == {2: ("i64", 64), 1: ("i32", 1)}
+    # Live into ^bb1: its reads (6 and 1) and what ^bb2 reads that ^bb1 does not write.
+    assert live_at(vf, 1) == {1, 2, 3, 4, 5, 6}

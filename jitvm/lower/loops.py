@@ -164,34 +164,39 @@ def written_slots(vf: VerifiedFunction, blocks) -> tuple[set[int], set[int]]:
     for bi in blocks:
         block = vf.blocks[bi]
         for idx in range(block.first, block.last + 1):
-            ins = vf.instructions[idx]
-            for f, value in zip(ins.op.fields, ins.args):
-                regs = []
-                if f.kind == isa.REG and f.out:
-                    regs = [value]
-                elif f.kind == isa.REGS and f.out:
-                    regs = list(value)
-                elif f.kind == isa.REMAP:
-                    regs = [d for _, d in value]
-                elif f.kind == isa.CASES:
-                    regs = [d for _, pairs in value for _, d in pairs]
-                elif f.kind == isa.REG and f.bank == "ref" and f.move and value.move:
-                    regs = [value]  # a moved-from register is cleared
-                elif f.kind == isa.REGS and f.bank in ("any", "ref"):
-                    regs = [r for r in value if r.is_ref and r.move]
-                for r in regs:
-                    if r.is_ref:
-                        refs.add(r.index)
-                    else:
-                        i32.add(r.index)
-                        if r.bank in ("i64", "f64") or f.kind == isa.REGS and f.out:
-                            i32.add(r.index + 1)  # call results may be 64-bit
-            site = vf.calls.get(idx)
-            if site is not None:
-                for code, r in zip(site.result_codes, ins["results"]):
-                    if code in "IF":
-                        i32.add(r.index + 1)
+            instruction_writes(vf, idx, i32, refs)
     return i32, refs
+
+
+def instruction_writes(vf: VerifiedFunction, idx: int, i32: set[int], refs: set[int]) -> None:
+    """Adds the i32 slots and ref registers instruction `idx` can write, on any edge."""
+    ins = vf.instructions[idx]
+    for f, value in zip(ins.op.fields, ins.args):
+        regs = []
+        if f.kind == isa.REG and f.out:
+            regs = [value]
+        elif f.kind == isa.REGS and f.out:
+            regs = list(value)
+        elif f.kind == isa.REMAP:
+            regs = [d for _, d in value]
+        elif f.kind == isa.CASES:
+            regs = [d for _, pairs in value for _, d in pairs]
+        elif f.kind == isa.REG and f.bank == "ref" and f.move and value.move:
+            regs = [value]  # a moved-from register is cleared
+        elif f.kind == isa.REGS and f.bank in ("any", "ref"):
+            regs = [r for r in value if r.is_ref and r.move]
+        for r in regs:
+            if r.is_ref:
+                refs.add(r.index)
+            else:
+                i32.add(r.index)
+                if r.bank in ("i64", "f64") or f.kind == isa.REGS and f.out:
+                    i32.add(r.index + 1)  # call results may be 64-bit
+    site = vf.calls.get(idx)
+    if site is not None:
+        for code, r in zip(site.result_codes, ins["results"]):
+            if code in "IF":
+                i32.add(r.index + 1)
 
 
 def find_nests(vf: VerifiedFunction) -> list[Nest]:

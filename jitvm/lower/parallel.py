@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..frontend import isa
 from .jam import _in_region, _no_carried_registers, pure_region
-from .loops import ZERO, Loop, Nest, successors, written_slots
+from .loops import ZERO, Loop, Nest, instruction_writes, successors, written_slots
 
 
 @dataclass(frozen=True)
@@ -190,13 +190,13 @@ def entry_constants(vf) -> dict[int, tuple[str, int]]:
     """Registers whose only write in the function is an integer constant in the entry block:
     their value anywhere after it. The split body gets them as constants, so LLVM sees the
     same strides there as in the function (and vectorises alike)."""
-    writes: dict[int, int] = {}
+    writes: dict[int, int] = {}  # slot -> instructions that can write it (any edge, any way)
     for block in vf.blocks:
         for idx in range(block.first, block.last + 1):
-            _r, w, _refs = _reads_writes(vf.instructions[idx])
-            for slot in w:
+            slots: set[int] = set()
+            instruction_writes(vf, idx, slots, set())
+            for slot in slots:
                 writes[slot] = writes.get(slot, 0) + 1
-    remaps, _ = written_slots(vf, range(len(vf.blocks)))  # every write, edge remaps included
     out = {}
     entry = vf.blocks[0]
     for idx in range(entry.first, entry.last + 1):
@@ -206,8 +206,7 @@ def entry_constants(vf) -> dict[int, tuple[str, int]]:
             continue
         reg = ins["result"].index
         slots = [reg, reg + 1] if bank == "i64" else [reg]
-        if all(writes.get(x, 0) == 1 and x in remaps for x in slots) and \
-                not any(writes.get(x, 0) for x in ([reg - 1] if bank == "i32" and reg % 2 else [])):
+        if all(writes.get(x, 0) == 1 for x in slots):
             out[reg] = (bank, ins["value"] if "zero" not in ins.op.name else 0)
     return out
 
