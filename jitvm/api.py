@@ -91,6 +91,9 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     from .runtime.native import register_hal_types
     from .verify import verify_module
 
+    from .runtime import heap
+
+    heap.tune()  # freed call buffers stay in the heap for the next call
     threads = _check_threads(threads)
     be = get_backend(backend)
     if threads is not None and getattr(be, "name", None) == "jit":
