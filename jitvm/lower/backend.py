@@ -11,10 +11,10 @@ from __future__ import annotations
 import ctypes
 import sys
 import threading
+import os
 import time
 import warnings
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 from ..runtime import abi, traps
 from ..runtime.bytecode import BytecodeInstance, LoadedModule, describe_frame
@@ -103,7 +103,7 @@ class JitBackend:
             if hit is not None:
                 STATS["cache_hits"] += 1
                 return hit
-        groups = function_groups(loaded.verified, compile_threads(self.threads))
+        groups = function_groups(loaded.verified, compile_processes())
         progress = _Progress(f"{loaded.name} ({len(loaded.verified.functions)} functions"
                              f"{f', {len(groups)} groups in parallel' if len(groups) > 1 else ''})") \
             if self.progress else None
@@ -113,17 +113,8 @@ class JitBackend:
             lowered = [ModuleLowering(loaded.verified, f"{k[:16]}g{i}", **steps).lower(group)
                        for i, group in enumerate(groups)]
             texts = [str(lm) for lm in lowered]
-
-            def build(text):  # LLVM releases the GIL: groups compile on all cores
-                mod = compiler.optimize(text, self.target, options["speed"], options["codegen"],
-                                        options.get("slp", True))
-                return compiler.emit_object(mod, self.target, options["codegen"])
-
-            if len(texts) > 1:
-                with ThreadPoolExecutor(len(texts)) as pool:
-                    objects = list(pool.map(build, texts))
-            else:
-                objects = [build(texts[0])]
+            objects = compiler.build_objects(texts, self.target, options["speed"], options["codegen"],
+                                             options.get("slp", True))
         finally:
             if progress:
                 progress.done()
@@ -145,6 +136,12 @@ def compile_threads(threads: int | None) -> int:
     from .dispatch import default_threads
 
     return threads or default_threads()
+
+
+def compile_processes() -> int:
+    """Function groups compiled at once (worker processes): every core, whatever the
+    dispatch thread count (the objects do not depend on it)."""
+    return os.cpu_count() or 1
 
 
 # Below this many VM instructions a module compiles as one unit (splitting costs more).

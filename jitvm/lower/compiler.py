@@ -36,6 +36,46 @@ def emit_object(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2) -
     return targets.machine(target, codegen).emit_object(mod)
 
 
+def build_object(ir_text: str, target: targets.Target, speed: int, codegen: int, slp: bool) -> bytes:
+    """Optimized object code for one function group (what a compile worker runs)."""
+    return emit_object(optimize(ir_text, target, speed, codegen, slp), target, codegen)
+
+
+# llvmlite runs every LLVM call under one process-wide lock, so threads cannot compile in
+# parallel: with several function groups, each goes to a worker process of its own
+# (lower/compile_worker.py, a fresh interpreter: nothing of this process's threads, locks
+# or __main__ script is inherited).
+def build_objects(texts: list[str], target: targets.Target, speed: int, codegen: int, slp: bool) -> list[bytes]:
+    """Object code per group: in worker processes when there are several groups, else here.
+    A group whose worker fails is compiled here."""
+    if len(texts) <= 1:
+        return [build_object(t, target, speed, codegen, slp) for t in texts]
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
+        procs = []
+        for i, text in enumerate(texts):
+            ir_path, obj_path = Path(tmp) / f"g{i}.ll", Path(tmp) / f"g{i}.o"
+            ir_path.write_text(text)
+            args = [sys.executable, "-m", "jitvm.lower.compile_worker", str(ir_path), str(obj_path), target.triple,
+                    target.cpu, target.features, str(speed), str(codegen), "1" if slp else "0"]
+            try:
+                procs.append((subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                               cwd=str(Path(__file__).resolve().parents[2])), obj_path))
+            except OSError:
+                procs.append((None, obj_path))
+        objects = []
+        for text, (proc, obj_path) in zip(texts, procs):
+            if proc is not None and proc.wait() == 0 and obj_path.is_file():
+                objects.append(obj_path.read_bytes())
+            else:
+                objects.append(build_object(text, target, speed, codegen, slp))
+        return objects
+
+
 def emit_assembly(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2) -> str:
     return targets.machine(target, codegen).emit_assembly(mod)
 

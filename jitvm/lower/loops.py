@@ -16,6 +16,7 @@ interpreter would.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 from ..frontend import isa
@@ -132,6 +133,7 @@ class Nest:
         return range(self.root.header, self.root.latch + 1)
 
 
+_ENTRY_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _WIDTH = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}
 
 
@@ -197,6 +199,55 @@ def instruction_writes(vf: VerifiedFunction, idx: int, i32: set[int], refs: set[
         for code, r in zip(site.result_codes, ins["results"]):
             if code in "IF":
                 i32.add(r.index + 1)
+
+
+_CONST_OPS = {"const.i32": "i32", "const.i64": "i64", "const.i32.zero": "i32", "const.i64.zero": "i64"}
+
+
+def entry_constants(vf) -> dict[int, tuple[str, int]]:
+    """Registers whose only write in the function is an integer constant in the entry block:
+    their value anywhere after it (loop bounds, strides; cached per function)."""
+    cached = _ENTRY_CONSTANTS.get(vf)
+    if cached is not None:
+        return cached
+    writes: dict[int, int] = {}  # slot -> instructions that can write it (any edge, any way)
+    for block in vf.blocks:
+        for idx in range(block.first, block.last + 1):
+            slots: set[int] = set()
+            instruction_writes(vf, idx, slots, set())
+            for slot in slots:
+                writes[slot] = writes.get(slot, 0) + 1
+    out = {}
+    entry = vf.blocks[0]
+    for idx in range(entry.first, entry.last + 1):
+        ins = vf.instructions[idx]
+        bank = _CONST_OPS.get(ins.op.name)
+        if bank is None:
+            continue
+        reg = ins["result"].index
+        slots = [reg, reg + 1] if bank == "i64" else [reg]
+        if all(writes.get(x, 0) == 1 for x in slots):
+            out[reg] = (bank, ins["value"] if "zero" not in ins.op.name else 0)
+    _ENTRY_CONSTANTS[vf] = out
+    return out
+
+
+def static_trips(vf, loop: Loop) -> int | None:
+    """A loop's trip count when its start, bound and step are constants or entry-block
+    constant registers (the root loop's start, a register, taken as 0), else None."""
+    known = entry_constants(vf)
+
+    def value(x):
+        if x[0] == "const":
+            return x[1]
+        if x[0] == "reg" and x[2] in known and known[x[2]][0] == "i64":
+            return known[x[2]][1]
+        return None
+
+    start, bound, step = (value(x) for x in (loop.start or ("const", 0), loop.bound, loop.step))
+    if start is None or bound is None or step is None or step <= 0:
+        return None
+    return max(0, -(-(bound - start) // step))
 
 
 def find_nests(vf: VerifiedFunction) -> list[Nest]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from ..frontend import isa
 from .jam import _in_region, _no_carried_registers, pure_region
-from .loops import ZERO, Loop, Nest, instruction_writes, successors, written_slots
+from .loops import ZERO, Loop, Nest, entry_constants, static_trips, successors, written_slots
 
 
 @dataclass(frozen=True)
@@ -90,22 +90,11 @@ STATIC_MIN_WORK = 1 << 22
 
 def _static_volume(vf, nest: Nest) -> float:
     """The largest innermost iteration count the nest can have, from bounds that are
-    constants or entry-block constant registers (anything else counts as unbounded; the
-    root loop's start is a register, taken as 0)."""
-    known = entry_constants(vf)
-
-    def value(x):
-        if x[0] == "const":
-            return x[1]
-        if x[0] == "reg" and x[2] in known and known[x[2]][0] == "i64":
-            return known[x[2]][1]
-        return None
-
+    constants or entry-block constant registers (loops.static_trips; anything else counts
+    as unbounded)."""
     def trips(loop: Loop) -> float:
-        start, bound, step = (value(x) for x in (loop.start or ("const", 0), loop.bound, loop.step))
-        if start is None or bound is None or step is None or step <= 0:
-            return float("inf")
-        return max(0, -(-(bound - start) // step))
+        n = static_trips(vf, loop)
+        return float("inf") if n is None else n
 
     volume = 0.0
     for loop in nest.loops:
@@ -181,34 +170,6 @@ def read_slots(vf, blocks) -> tuple[set[int], set[int]]:
 
 
 _LIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> live slots per block
-
-
-_CONST_OPS = {"const.i32": "i32", "const.i64": "i64", "const.i32.zero": "i32", "const.i64.zero": "i64"}
-
-
-def entry_constants(vf) -> dict[int, tuple[str, int]]:
-    """Registers whose only write in the function is an integer constant in the entry block:
-    their value anywhere after it. The split body gets them as constants, so LLVM sees the
-    same strides there as in the function (and vectorises alike)."""
-    writes: dict[int, int] = {}  # slot -> instructions that can write it (any edge, any way)
-    for block in vf.blocks:
-        for idx in range(block.first, block.last + 1):
-            slots: set[int] = set()
-            instruction_writes(vf, idx, slots, set())
-            for slot in slots:
-                writes[slot] = writes.get(slot, 0) + 1
-    out = {}
-    entry = vf.blocks[0]
-    for idx in range(entry.first, entry.last + 1):
-        ins = vf.instructions[idx]
-        bank = _CONST_OPS.get(ins.op.name)
-        if bank is None:
-            continue
-        reg = ins["result"].index
-        slots = [reg, reg + 1] if bank == "i64" else [reg]
-        if all(writes.get(x, 0) == 1 for x in slots):
-            out[reg] = (bank, ins["value"] if "zero" not in ins.op.name else 0)
-    return out
 
 
 def typed_reads(vf, blocks) -> set[tuple[int, str]]:
