@@ -404,18 +404,18 @@ class Emitter:
         threads = parallel.guard(self, split, nest, ranges, rest, boxes) if split is not None else None
         guard_end = self.b.block
         checked = self.lower_nest_copy(nest, "checked", None, None)
-        fast = self.lower_nest_copy(nest, "fast", plan, apart)
-        self.b.position_at_end(guard_end)
         if threads is None:
+            fast = self.lower_nest_copy(nest, "fast", plan, apart)
+            self.b.position_at_end(guard_end)
             self.b.cbranch(ok, fast, checked)
             return
-        pick = fn.append_basic_block(f"bb{nest.root.header}_split_or_not")
-        self.b.cbranch(ok, pick, checked)
-        self.b.position_at_end(pick)
-        on_threads = fn.append_basic_block(f"bb{nest.root.header}_split")
-        self.b.cbranch(threads, on_threads, fast)
-        self.b.position_at_end(on_threads)
-        parallel.emit_split(self, split, nest, plan)
+        # A splittable nest's fast copy lives only in its own function: run on the pool when
+        # `threads` holds, else by this thread.
+        self.b.position_at_end(guard_end)
+        fast = fn.append_basic_block(f"bb{nest.root.header}_fast")
+        self.b.cbranch(ok, fast, checked)
+        self.b.position_at_end(fast)
+        parallel.emit_split(self, split, nest, plan, threads, apart)
         self.b.branch(self.blocks[nest.root.exit])
 
     def lower_nest_copy(self, nest, name: str, plan, apart, split_hi=None) -> ir.Block:

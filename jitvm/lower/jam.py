@@ -29,7 +29,7 @@ from .loops import ZERO, Loop, Nest, static_trips, written_slots
 
 FACTOR = 64  # iterations of P run together (at most; see _factor)
 MIN_FACTOR = 16
-COPY_BUDGET = 1600  # instructions of P's region times the factor
+COPY_BUDGET = 3200  # instructions of P's region times the factor
 
 # Op families the jammed region may contain besides proven buffer accesses: they cannot
 # trap and touch registers only.
@@ -129,8 +129,9 @@ def _factor(vf, loop: Loop, region: range) -> int:
 
     FACTOR 64 keeps four 16-wide vector accumulators in flight: measured single-threaded
     against 16 (one AVX-512 chain bound by the FMA latency), MLP 6.2 -> 2.2 ms, matmul 512
-    10.6 -> 5.3 ms, 1x1 conv 4.0 -> 2.2 ms, 3x3 conv 4.3 -> 3.1 ms, ResNet-50-style 64x64
-    36 -> 19 ms; its compile time doubled, hence the budget."""
+    10.6 -> 5.3 ms, 1x1 conv 4.0 -> 2.2 ms, 3x3 conv 4.3 -> 2.9 ms, ResNet-50-style 64x64
+    36 -> 19 ms. The budget keeps compile time in check where regions are large; with it
+    every ResNet kernel gets 64 and its executables compile in 10.4 s of CPU (7.8 s at 16)."""
     size = sum(vf.blocks[b].last - vf.blocks[b].first + 1 for b in region)
     factor = FACTOR
     while factor > MIN_FACTOR and factor * size > COPY_BUDGET:

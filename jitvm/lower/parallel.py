@@ -288,18 +288,21 @@ def guard(e, split: ParallelPlan, nest: Nest, ranges, rest, boxes):
     return b.and_(b.and_(ok, ev.ok), ranges_apart(e, split, nest, ranges))
 
 
-def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan) -> None:
-    """At the builder's position (the guard held): the registers the root loop's region reads
-    go to an environment, and the pool runs the region's own function over the root loop's
-    iteration space. Registers the region writes are dead after it (the plan checked), so
-    the caller continues at the root's exit."""
+def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan, threads, apart) -> None:
+    """At the builder's position (every access in range): the registers the root loop's
+    region reads go to an environment, with the jam's verdict on the buffers (`apart`), and
+    the region's own function runs over the root loop's iteration space: on the pool when
+    `threads` (the split guard) holds, else on this thread. Registers the region writes are
+    dead after it (the plan checked), so the caller continues at the root's exit."""
     from . import textir as ir
     from ..frontend.decode import Reg
-    from .emitter import FN_TYPE, I8, I64, PTR, Emitter, const, offset_of, opaque_alloca
+    from .emitter import FN_TYPE, I1, I8, I64, PTR, Emitter, const, offset_of, opaque_alloca
 
     b = e.b
     root = split.root
-    env = opaque_alloca(e._entry_builder(), ir.ArrayType(I64, e.n32 // 2 + e.nref), f"split{root.header}_env")
+    env = opaque_alloca(e._entry_builder(), ir.ArrayType(I64, e.n32 // 2 + e.nref + 1), f"split{root.header}_env")
+    jam_apart = apart if apart is not None else const(I1, 1)
+    b.store(b.zext(jam_apart, I64), b.gep(env, [const(I64, e.n32 // 2 + e.nref)], source_etype=I64))
     for index, bank in split.live_in:
         v = e.get(Reg(bank, index, False, index), bank)
         b.store(v, b.gep(env, [const(I64, 4 * index)], source_etype=I8)).align = 4
@@ -320,14 +323,16 @@ def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan) -> None:
     ev = InvariantEval(e, proven=True)
     start = e.get(_iv(root), "i64")
     pool = b.load(b.gep(e.trap_rec, [const(I64, offset_of("Trap", "pool"))], source_etype=I8), typ=PTR)
+    pool = b.select(threads, pool, const(PTR, None))
     b.call(fn, [pool, body, e.state, env, start, ev.expr(root.bound), ev.expr(root.step), e.trap_rec])
 
 
 def emit_body(sub, split: ParallelPlan, nest: Nest, jam_plan) -> None:
     """The split nest's function (state, [lo, hi], env, trap): the root loop's region, fast
-    copy (jammed as in the caller), over iterations lo, lo + step, ... below hi."""
+    copy (jammed where the environment says the buffers are apart), over iterations lo,
+    lo + step, ... below hi."""
     from ..frontend.decode import Reg
-    from .emitter import BANK_TYPE, I1, I8, I32, I64, PTR, const
+    from .emitter import BANK_TYPE, I8, I32, I64, PTR, const
 
     b = sub.b
     sub.prologue()
@@ -345,8 +350,10 @@ def emit_body(sub, split: ParallelPlan, nest: Nest, jam_plan) -> None:
         sub.store_ref(r, obj)  # borrowed: the caller holds it; the body releases nothing
     lo = b.load(sub.args, typ=I64)
     hi = b.load(b.gep(sub.args, [const(I64, 1)], source_etype=I64), typ=I64)
+    apart = b.load(b.gep(env, [const(I64, sub.n32 // 2 + sub.nref)], source_etype=I64), typ=I64)
+    apart = b.icmp_unsigned("!=", apart, const(I64, 0))
     sub.set(_iv(split.root), lo, "i64")
-    entry = sub.lower_nest_copy(nest, "split", jam_plan, const(I1, 1), split_hi=hi)
+    entry = sub.lower_nest_copy(nest, "split", jam_plan, apart, split_hi=hi)
     b.position_at_end(sub.entry)
     b.branch(entry)
     for i, block in enumerate(sub.blocks):  # the function's own blocks: only the exit is reached

@@ -366,10 +366,21 @@ exit:
 }}
 
 ; Splits a loop over the pool (idle: its owner lent it to the dispatch running on this
-; thread): iterations start, start + step, ... below bound, in chunks.
+; thread): iterations start, start + step, ... below bound, in chunks. Without a pool the
+; calling thread runs them all.
 define void @jv_parallel_for(ptr %pool, ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound,
                              i64 %step, ptr %trap) {{
 entry:
+  %alone = icmp eq ptr %pool, null
+  br i1 %alone, label %serial, label %split
+serial:
+  %args = alloca [2 x i64], align 8
+  store i64 %start, ptr %args
+  %hi = getelementptr i64, ptr %args, i64 1
+  store i64 %bound, ptr %hi
+  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap)
+  ret void
+split:
 {fields}
   %span = sub i64 %bound, 1
   %span2 = sub i64 %span, %start
