@@ -29,6 +29,17 @@ from ..runtime.nativelib import initialize_llvm
 from . import target as targets
 
 _GRID_IR = """
+; A split loop's body over all of [start, bound) on the calling thread.
+define internal void @run_alone(ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound, ptr %trap) {
+entry:
+  %args = alloca [2 x i64], align 8
+  store i64 %start, ptr %args
+  %hi = getelementptr i64, ptr %args, i64 1
+  store i64 %bound, ptr %hi
+  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap)
+  ret void
+}
+
 declare i64 @jv_fpu_get()
 declare void @jv_fpu_set(i64)
 
@@ -374,11 +385,7 @@ entry:
   %alone = icmp eq ptr %pool, null
   br i1 %alone, label %serial, label %split
 serial:
-  %args = alloca [2 x i64], align 8
-  store i64 %start, ptr %args
-  %hi = getelementptr i64, ptr %args, i64 1
-  store i64 %bound, ptr %hi
-  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap)
+  call void @run_alone(ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound, ptr %trap)
   ret void
 split:
 {fields}
@@ -452,11 +459,7 @@ _SERIAL_SPLIT_IR = """
 define void @jv_parallel_for(ptr %pool, ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound,
                              i64 %step, ptr %trap) {
 entry:
-  %args = alloca [2 x i64], align 8
-  store i64 %start, ptr %args
-  %hi = getelementptr i64, ptr %args, i64 1
-  store i64 %bound, ptr %hi
-  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap)
+  call void @run_alone(ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound, ptr %trap)
   ret void
 }
 """
