@@ -74,7 +74,7 @@ class JitBackend:
             from .workers import NativePool, native
 
             if native().pooled:
-                self._call_pool = NativePool(max(1, compile_threads(self.threads) - 1))
+                self._call_pool = NativePool(max(1, dispatch_threads(self.threads) - 1))
                 self._call_pool.state.split_min_work = self.split_calls_from
         return self._call_pool
 
@@ -132,7 +132,7 @@ class JitBackend:
         return JitExecutable(loaded, compiler.LoadedCode(objects), meta, self.call_pool())
 
 
-def compile_threads(threads: int | None) -> int:
+def dispatch_threads(threads: int | None) -> int:
     from .dispatch import default_threads
 
     return threads or default_threads()

@@ -159,6 +159,41 @@ def successors(vf: VerifiedFunction, block) -> list[int]:
     return out
 
 
+def remap_moves(pairs):
+    """A branch's remap list as the lowering performs it, in order: ("ref", src, dst) for a
+    pair involving a ref, ("i64", src, dst) for an aligned (lo, hi) pair of register copies
+    (one i64 move), else ("i32", src, dst)."""
+    i = 0
+    while i < len(pairs):
+        src, dst = pairs[i]
+        if src.is_ref or dst.is_ref:
+            yield "ref", src, dst
+            i += 1
+        elif (i + 1 < len(pairs) and src.index % 2 == 0 and dst.index % 2 == 0
+              and pairs[i + 1][0].index == src.index + 1 and pairs[i + 1][1].index == dst.index + 1
+              and not pairs[i + 1][0].is_ref and not pairs[i + 1][1].is_ref):
+            yield "i64", src, dst
+            i += 2
+        else:
+            yield "i32", src, dst
+            i += 1
+
+
+def innermost_paths(nest: "Nest") -> list[list["Loop"]]:
+    """Per innermost loop of the nest, the loops around it, innermost first: the iteration
+    box's volume is the largest product of trip counts along one of them."""
+    paths = []
+    for loop in nest.loops:
+        if any(other.parent == loop.id for other in nest.loops):
+            continue
+        path, current = [], loop
+        while current is not None:
+            path.append(current)
+            current = nest.loops[current.parent] if current.parent is not None else None
+        paths.append(path)
+    return paths
+
+
 def written_slots(vf: VerifiedFunction, blocks) -> tuple[set[int], set[int]]:
     """(i32 slots, ref registers) written anywhere in `blocks`, branch remaps included."""
     i32: set[int] = set()
@@ -472,21 +507,12 @@ class _Env:
         self.values.pop(slot - 1, None)
 
     def remap(self, pairs) -> None:
-        """Branch remaps, in order; an aligned (lo, hi) pair of copies moves one i64."""
-        i = 0
-        while i < len(pairs):
-            src, dst = pairs[i]
-            if src.is_ref or dst.is_ref:
-                i += 1
-                continue
-            if (i + 1 < len(pairs) and src.index % 2 == 0 and dst.index % 2 == 0
-                    and pairs[i + 1][0].index == src.index + 1 and pairs[i + 1][1].index == dst.index + 1
-                    and not pairs[i + 1][0].is_ref and not pairs[i + 1][1].is_ref):
+        """Branch remaps, in order (remap_moves)."""
+        for kind, src, dst in remap_moves(pairs):
+            if kind == "i64":
                 self._set(dst.index, self.read_i64(src.index))
-                i += 2
-                continue
-            self._clobber(dst.index)
-            i += 1
+            elif kind == "i32":
+                self._clobber(dst.index)
 
     def execute(self, ins) -> None:
         name = ins.op.name

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..frontend.cconv import Span
 from ..runtime import layout, traps
 from .emitter import BANK_TYPE, CODE_BANK, FN_TYPE, I8, I32, I64, PTR, Reg, const, offset_of
+from .loops import remap_moves
 from .registry import lowers
 
 STATUS_CODE_MASK = 0x1F
@@ -21,23 +22,15 @@ IMPORT_SIZE = layout.sizeof("Import")
 
 def apply_remap(e, pairs) -> None:
     """Copies registers in list order; an aligned (lo, hi) pair of copies moves one i64."""
-    i = 0
-    while i < len(pairs):
-        src, dst = pairs[i]
-        if src.is_ref or dst.is_ref:
+    for kind, src, dst in remap_moves(pairs):
+        if kind == "ref":
             if src.is_ref and dst.is_ref:
                 e.retain_or_move(src, dst)
-            i += 1
-            continue
-        if (i + 1 < len(pairs) and src.index % 2 == 0 and dst.index % 2 == 0
-                and pairs[i + 1][0] == Reg("i32", src.index + 1, False, src.index + 1)
-                and pairs[i + 1][1] == Reg("i32", dst.index + 1, False, dst.index + 1)):
+        elif kind == "i64":
             e.set(Reg("i64", dst.index, False, dst.index), e.get(Reg("i64", src.index, False, src.index), "i64"),
                   "i64")
-            i += 2
-            continue
-        e.set(dst, e.get(src, "i32"), "i32")
-        i += 1
+        else:
+            e.set(dst, e.get(src, "i32"), "i32")
 
 
 # The checked copy of a versioned loop nest runs only when its guard fails (it is there to

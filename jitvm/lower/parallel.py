@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from ..frontend import isa
 from .jam import _in_region, _no_carried_registers, pure_region
-from .loops import ZERO, Loop, Nest, entry_constants, static_trips, successors, written_slots
+from .loops import (ZERO, Loop, Nest, entry_constants, innermost_paths, remap_moves, static_trips, successors,
+                    written_slots)
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def plan(vf, nest: Nest, jammed_loop: Loop | None) -> ParallelPlan | None:
         return None
     if written & live_at(vf, root.exit):
         return None
-    _reads, refs = read_slots(vf, region)
+    refs = read_refs(vf, region)
     others = tuple(sorted({a.buffer for a in accesses} - set(stored)))
     live_in = tuple(sorted(typed_reads(vf, region)))
     known = entry_constants(vf) if root.header != 0 else {}
@@ -97,13 +98,10 @@ def _static_volume(vf, nest: Nest) -> float:
         return float("inf") if n is None else n
 
     volume = 0.0
-    for loop in nest.loops:
-        if any(other.parent == loop.id for other in nest.loops):
-            continue
-        v, current = 1.0, loop
-        while current is not None:
-            v *= trips(current)
-            current = nest.loops[current.parent] if current.parent is not None else None
+    for path in innermost_paths(nest):
+        v = 1.0
+        for loop in path:
+            v *= trips(loop)
         volume = max(volume, v)
     return volume
 
@@ -156,17 +154,14 @@ def _reads_writes(ins):
     return reads, writes, refs
 
 
-def read_slots(vf, blocks) -> tuple[set[int], set[int]]:
-    """Every i32 slot and ref register read anywhere in `blocks`."""
-    reads: set[int] = set()
+def read_refs(vf, blocks) -> set[int]:
+    """Every ref register read anywhere in `blocks`."""
     refs: set[int] = set()
     for bi in blocks:
         block = vf.blocks[bi]
         for idx in range(block.first, block.last + 1):
-            r, _w, rr = _reads_writes(vf.instructions[idx])
-            reads.update(r)
-            refs.update(rr)
-    return reads, refs
+            refs.update(_reads_writes(vf.instructions[idx])[2])
+    return refs
 
 
 _LIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> live slots per block
@@ -174,7 +169,7 @@ _LIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> li
 
 def typed_reads(vf, blocks) -> set[tuple[int, str]]:
     """(register, bank) of every non-ref register read in `blocks`, in the type the lowering
-    reads it (an aligned pair of remap copies moves one i64, as ops_control.apply_remap):
+    reads it (remap lists as loops.remap_moves pairs them):
     copying registers in their own types keeps LLVM's view of each register whole."""
     out: set[tuple[int, str]] = set()
     for bi in blocks:
@@ -185,20 +180,7 @@ def typed_reads(vf, blocks) -> set[tuple[int, str]]:
                 if f.kind == isa.REG and not f.out and not value.is_ref:
                     out.add((value.index, value.bank))
                 elif f.kind == isa.REMAP:
-                    i = 0
-                    while i < len(value):
-                        src, dst = value[i]
-                        if src.is_ref:
-                            i += 1
-                            continue
-                        if (i + 1 < len(value) and src.index % 2 == 0 and dst.index % 2 == 0
-                                and value[i + 1][0].index == src.index + 1 and not value[i + 1][0].is_ref
-                                and value[i + 1][1].index == dst.index + 1 and not value[i + 1][1].is_ref):
-                            out.add((src.index, "i64"))
-                            i += 2
-                            continue
-                        out.add((src.index, "i32"))
-                        i += 1
+                    out.update((src.index, kind) for kind, src, _dst in remap_moves(value) if kind != "ref")
     return out
 
 
@@ -255,19 +237,15 @@ def guard(e, split: ParallelPlan, nest: Nest, ranges, rest, boxes):
     # Worth waking the pool: the iteration box holds at least the pool's split_min_work
     # innermost iterations (an overflowing product counts as enough).
     work, big = const(I64, 1), const(I1, 0)
-    for loop in nest.loops:
-        if any(other.parent == loop.id for other in nest.loops):
-            continue  # the box's volume is the product along each innermost loop's path
+    for path in innermost_paths(nest):
         volume = const(I64, 1)
-        current = loop
-        while current is not None:
-            l_runs, l_start, l_last, _ = boxes[current.id]
-            l_step = InvariantEval(e, proven=True).expr(current.step)
+        for loop in path:
+            _runs, l_start, l_last, _ = boxes[loop.id]
+            l_step = InvariantEval(e, proven=True).expr(loop.step)
             trips = b.add(b.udiv(b.sub(l_last, l_start), l_step), const(I64, 1))
             product = b.umul_with_overflow(volume, trips)
             big = b.or_(big, b.extract_value(product, 1))
             volume = b.extract_value(product, 0)
-            current = nest.loops[current.parent] if current.parent is not None else None
         work = b.select(b.icmp_unsigned(">", volume, work), volume, work)
     lent = b.select(b.icmp_unsigned("!=", pool, const(PTR, None)), pool, e.mod.null_object())
     min_work = b.load(lent, typ=I64)  # PoolT.split_min_work, the pool's first field

@@ -29,6 +29,18 @@ from ..runtime.nativelib import initialize_llvm
 from . import target as targets
 
 _GRID_IR = """
+; Claims the next run of up to %chunk indices below %total from the shared counter: returns
+; its first index (>= %total: nothing left) and stores its end in *%end_out.
+define internal i64 @claim_run(ptr %next, i64 %chunk, i64 %total, ptr %end_out) {
+entry:
+  %first = atomicrmw add ptr %next, i64 %chunk seq_cst
+  %end0 = add i64 %first, %chunk
+  %short = icmp ult i64 %total, %end0
+  %end = select i1 %short, i64 %total, i64 %end0
+  store i64 %end, ptr %end_out
+  ret i64 %first
+}
+
 ; A split loop's body over all of [start, bound) on the calling thread.
 define internal void @run_alone(ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound, ptr %trap) {
 entry:
@@ -48,6 +60,7 @@ define i32 @jv_dispatch_worker(ptr %fn, ptr %ctx, ptr %local, ptr %consts, ptr %
                                ptr %trap, ptr %failed, i64 %flush_bits, i64 %chunk) {
 entry:
   %args = alloca [12 x i64], align 8
+  %end_slot = alloca i64, align 8
   %results = alloca [1 x i64], align 8
   %saved = call i64 @jv_fpu_get()
   %ftz = or i64 %saved, %flush_bits
@@ -82,13 +95,11 @@ claim:
   %halt = icmp ne i32 %stopped, 0
   br i1 %halt, label %done, label %take
 take:
-  %first = atomicrmw add ptr %next, i64 %chunk seq_cst
+  %first = call i64 @claim_run(ptr %next, i64 %chunk, i64 %total, ptr %end_slot)
   %more = icmp ult i64 %first, %total
   br i1 %more, label %claimed, label %done
 claimed:
-  %end0 = add i64 %first, %chunk
-  %short = icmp ult i64 %total, %end0
-  %end = select i1 %short, i64 %total, i64 %end0
+  %end = load i64, ptr %end_slot
   br label %run
 run:
   %i = phi i64 [ %first, %claimed ], [ %i1, %next_in_run ]
@@ -258,6 +269,7 @@ define internal void @run_loop_share(ptr %pool) {{
 entry:
 {fields}
   %args = alloca [2 x i64], align 8
+  %end_slot = alloca i64, align 8
   %hi_slot = getelementptr i64, ptr %args, i64 1
   %saved = call i64 @jv_fpu_get()
   %flush = load i64, ptr %f.flush
@@ -274,15 +286,15 @@ entry:
   %chunk = load i64, ptr %f.chunk
   br label %claim
 claim:
-  %first = atomicrmw add ptr %f.next, i64 %chunk seq_cst
+  %first = call i64 @claim_run(ptr %f.next, i64 %chunk, i64 %total, ptr %end_slot)
   %more = icmp ult i64 %first, %total
   br i1 %more, label %run, label %done
 run:
-  %end0 = add i64 %first, %chunk
-  %last = icmp uge i64 %end0, %total
+  %end = load i64, ptr %end_slot
+  %last = icmp eq i64 %end, %total
   %lo_off = mul i64 %first, %step
   %lo = add i64 %start, %lo_off
-  %hi_off = mul i64 %end0, %step
+  %hi_off = mul i64 %end, %step
   %hi_mid = add i64 %start, %hi_off
   %hi = select i1 %last, i64 %bound, i64 %hi_mid
   store i64 %lo, ptr %args
