@@ -5,13 +5,14 @@ converting arguments to raw values and opening a fresh invocation each time. Thi
 calls the interpreted entry function directly with raw values and keeps one invocation
 (one `Stack`) for the whole grid, so the binding buffers' views are opened once per
 dispatch instead of once per workgroup. Order and traps are the serial runner's: z
-outermost, x innermost, the first failing workgroup stops the dispatch.
+outermost, x innermost, the first failing workgroup stops the dispatch; denormals flushed.
 """
 
 from __future__ import annotations
 
 from ..runtime import nativelib
 from ..runtime.native.hal.dispatch import Dispatch, SerialDispatchRunner
+from ..runtime.native.hal.fpu import denormals_flushed
 from . import frames
 
 
@@ -31,7 +32,7 @@ class InterpDispatchRunner:
         local, constants, bindings = refs
         cx, cy, cz = dispatch.workgroup_count
         sx, sy, sz = dispatch.workgroup_size
-        with frames.invocation() as stk:
+        with denormals_flushed(), frames.invocation() as stk:
             for z in range(cz):
                 for y in range(cy):
                     for x in range(cx):

@@ -49,6 +49,8 @@ class NativeDispatchRunner:
         self._serial = SerialDispatchRunner()
         self._cost: dict[int, dict] = {}  # entry -> {threads used: s per workgroup, "runs": n}
         self.last_threads = 0  # how many threads the last dispatch ran on
+        self._targets: dict[int, tuple] = {}  # id(entry) -> (entry, (fn, ctx) or None)
+        self._flush = fpu.flush_bits()
 
     def pool(self) -> workers.NativePool | None:
         if self._pool is None and self.threads > 1 and workers.native().pooled:
@@ -94,30 +96,40 @@ class NativeDispatchRunner:
         old = seen.get(threads)
         seen[threads] = per_workgroup if old is None else 0.25 * old + 0.75 * per_workgroup
 
-    def run(self, dispatch: Dispatch) -> None:
-        entry = dispatch.entry
+    def _native_target(self, entry) -> tuple[int, int] | None:
+        """(fn, ctx) of a JIT-compiled entry the native loop may run, or None: an interpreted
+        entry, or one whose module stores globals the workers would share. Asked once per entry."""
+        cached = self._targets.get(id(entry))
+        if cached is not None and cached[0] is entry:
+            return cached[1]
         instance = getattr(entry, "instance", None)
-        if instance is None or not hasattr(instance.loaded.executable, "entries") or \
-                entry.ordinal not in instance.loaded.executable.entries or \
-                (self.threads > 1 and writes_globals(instance)):
-            return self._serial.run(dispatch)  # interpreted entry, or state the workers would share
-        fn, ctx = entry.native_entry()
+        native = None
+        if instance is not None and hasattr(instance.loaded.executable, "entries") and \
+                entry.ordinal in instance.loaded.executable.entries and \
+                not (self.threads > 1 and writes_globals(instance)):
+            native = entry.native_entry()
+        self._targets[id(entry)] = (entry, native)  # holding `entry` keeps its id unique
+        return native
+
+    def run(self, dispatch: Dispatch) -> None:
+        target = self._native_target(dispatch.entry)
+        if target is None:
+            return self._serial.run(dispatch)
+        fn, ctx = target
         cx, cy, cz = dispatch.workgroup_count
         total = cx * cy * cz
         if total == 0:
             return
-        flush = fpu.flush_bits()
+        flush = self._flush
         n = self._threads_for(fn, total)
         pool = self.pool() if n > 1 else None
         n = n if pool is not None else 1
         chunk = max(1, total // (n * RUNS_PER_THREAD)) if n > 1 else total
         records = [TrapT() for _ in range(n)]
-        size = dispatch.local_memory.length
-        local = [dispatch.local_memory] + [VmBuffer.allocate(size) for _ in range(n - 1)]  # one per thread
-        consts, bindings = dispatch.constants.addr, dispatch.bindings.addr
+        consts, bindings, local = dispatch.constants.addr, dispatch.bindings.addr, dispatch.local_memory.addr
         start = time.perf_counter()
         shares = pool.run(fn, ctx, consts, bindings, (cx, cy, cz), n, chunk, flush,
-                          [b.addr for b in local], [ctypes.addressof(r) for r in records]) \
+                          local, dispatch.local_memory.length, [ctypes.addressof(r) for r in records]) \
             if pool is not None else None
         if shares is None:
             # One thread walks the grid; the idle pool is lent to the kernels' split loops.
@@ -126,7 +138,7 @@ class NativeDispatchRunner:
             counter, stop, failed = ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0)
             try:
                 status = workers.native().grid(
-                    fn, ctx, local[0].addr, consts, bindings, cx, cy, cz, ctypes.addressof(counter), total,
+                    fn, ctx, local, consts, bindings, cx, cy, cz, ctypes.addressof(counter), total,
                     ctypes.addressof(stop), ctypes.addressof(records[0]), ctypes.addressof(failed), flush, chunk)
             finally:
                 if records[0].pool:

@@ -26,6 +26,7 @@ import llvmlite.binding as llvm
 
 from ..runtime.native.hal import fpu
 from ..runtime.nativelib import initialize_llvm
+from ..runtime.objects import VmBuffer
 from . import target as targets
 
 _GRID_IR = """
@@ -539,6 +540,10 @@ class NativePool:
         self.state = PoolT(spin_ns=SPIN_NS, split_min_work=SPLIT_MIN_WORK)
         self._lock = threading.Lock()
         self._threads = []
+        n = self.shares  # per-share arguments of a run, reused under the lock
+        self._arrays = ((ctypes.c_void_p * n)(), (ctypes.c_void_p * n)(), (ctypes.c_uint64 * n)(),
+                        (ctypes.c_int32 * n)())
+        self._locals: dict[int, list[VmBuffer]] = {}  # by size: local memory of the helper threads
         address = ctypes.addressof(self.state)
         for k in range(1, self.shares):
             t = threading.Thread(target=self._native.thread, args=(address, k, 0), daemon=True,
@@ -548,18 +553,22 @@ class NativePool:
         self._finalizer = weakref.finalize(self, _stop, self._native, self.state, self._threads)
 
     def run(self, fn: int, ctx: int, consts: int, bindings: int, grid: tuple[int, int, int],
-            shares: int, chunk: int, flush: int, locals_: list[int], trap_addrs: list[int]):
-        """Runs the grid on `shares` threads (the calling one included); returns per share
-        (status, lowest failing workgroup index), or None when the pool is busy (lent to a
-        split loop up the stack, or in use by another thread): the caller runs it alone."""
-        n = self.shares
-        locs = (ctypes.c_void_p * n)(*locals_, *[0] * (n - len(locals_)))
-        traps = (ctypes.c_void_p * n)(*trap_addrs, *[0] * (n - len(trap_addrs)))
-        failed = (ctypes.c_uint64 * n)()
-        statuses = (ctypes.c_int32 * n)()
+            shares: int, chunk: int, flush: int, local: int, local_size: int, trap_addrs: list[int]):
+        """Runs the grid on `shares` threads (the calling one included, with local memory
+        `local`; the pool's threads get zeroed memory of `local_size` bytes of their own);
+        returns per share (status, lowest failing workgroup index), or None when the pool is
+        busy (lent to a split loop up the stack, or in use by another thread): the caller
+        runs it alone."""
         if not self._lock.acquire(blocking=False):
             return None
         try:
+            locs, traps, failed, statuses = self._arrays
+            locs[0] = local
+            for k, addr in enumerate(self._helper_locals(local_size, shares - 1), 1):
+                locs[k] = addr
+            for k in range(self.shares):
+                traps[k] = trap_addrs[k] if k < len(trap_addrs) else 0
+                failed[k] = statuses[k] = 0
             s = self.state
             s.fn, s.ctx, s.consts, s.bindings = fn, ctx, consts, bindings
             s.cx, s.cy, s.cz = grid
@@ -568,9 +577,19 @@ class NativePool:
             s.locals, s.traps = ctypes.addressof(locs), ctypes.addressof(traps)
             s.failed, s.statuses = ctypes.addressof(failed), ctypes.addressof(statuses)
             self._native.run(ctypes.addressof(s))
+            return [(statuses[k], failed[k]) for k in range(shares)]
         finally:
             self._lock.release()
-        return [(statuses[k], failed[k]) for k in range(shares)]
+
+    def _helper_locals(self, size: int, helpers: int) -> list[int]:
+        """The helper threads' workgroup-local memory, zeroed as fresh memory (under the lock)."""
+        bufs = self._locals.get(size)
+        if bufs is None:
+            bufs = self._locals[size] = [VmBuffer.allocate(size) for _ in range(self.helpers)]
+        elif size:
+            for b in bufs[:helpers]:
+                ctypes.memset(b.data_address, 0, size)
+        return [b.addr for b in bufs[:helpers]]
 
     def lend(self, flush: int) -> int:
         """The pool's address for split loops of a dispatch running on the calling thread

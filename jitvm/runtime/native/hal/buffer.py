@@ -17,6 +17,7 @@ from . import types as t
 from .errors import hal_error
 
 ALLOCATION_ALIGNMENT = 64  # IREE's heap buffers are 64-byte aligned
+_FILL_DTYPES = {n: np.dtype(f"<u{n}") for n in (1, 2, 4, 8)}  # a fill pattern as one element
 
 
 def calculate_range(base_offset: int, max_length: int, offset: int, length: int) -> tuple[int, int]:
@@ -130,9 +131,13 @@ class HalBuffer(NativeObject):
             raise hal_error("INVALID_ARGUMENT",
                             f"attempting to fill a range with {pattern_length} byte values that is not aligned "
                             f"(offset={absolute}, length={adjusted})")
-        dst = np.frombuffer(self.view(absolute, adjusted, t.ACCESS_WRITE), dtype=np.uint8)
         unit = struct.pack("<Q", pattern & 0xFFFFFFFFFFFFFFFF)[:pattern_length]
-        dst.reshape(-1, pattern_length)[:] = np.frombuffer(unit, dtype=np.uint8)
+        if unit.count(unit[0]) == pattern_length:  # one repeated byte (zero fills): memset
+            address, n = self.map_range(absolute, adjusted, t.ACCESS_WRITE)
+            ctypes.memset(address, unit[0], n)
+            return
+        dtype = _FILL_DTYPES[pattern_length]
+        np.frombuffer(self.view(absolute, adjusted, t.ACCESS_WRITE), dtype=dtype)[:] = np.frombuffer(unit, dtype)[0]
 
 
 def ranges_overlap(a: HalBuffer, a_offset: int, b: HalBuffer, b_offset: int, length: int) -> bool:

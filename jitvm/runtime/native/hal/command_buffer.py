@@ -8,17 +8,16 @@ barriers no-ops: every command completes before the next one starts.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ... import layout
-from ...objects import NativeObject, Ref, VmBuffer, VmList
-from ....frontend import types as vm_types
+from ...objects import NativeObject, Ref, VmBuffer
 from . import types as t
 from .buffer import HalBuffer, calculate_range, copy
 from .dispatch import Dispatch
+from .dispatch_args import SPARE_SETS, DispatchArgs
 from .errors import hal_error, own
 from .executable import HalExecutable, pack_constants
-from .fpu import denormals_flushed
 
 
 @dataclass(frozen=True)
@@ -95,6 +94,12 @@ class DispatchCommand:
     constants: tuple[int, ...]
     bindings: tuple[BufferRef, ...]
     flags: int
+    _spare: list = field(default_factory=list, compare=False, repr=False)  # DispatchArgs to reuse
+
+    def __post_init__(self):
+        # Recorded constants never change and kernels cannot write them: one buffer for every run.
+        object.__setattr__(self, "_constant_buffer", VmBuffer.from_bytes(pack_constants(self.constants),
+                                                                         access=layout.BUFFER_ORIGIN_HOST))
 
     def execute(self, table, device) -> None:
         exe: HalExecutable = self.executable.payload
@@ -108,17 +113,25 @@ class DispatchCommand:
             raise hal_error("INVALID_ARGUMENT", f"binding count mismatch for {entry.name}, expected "
                                                 f"{entry.binding_count} but was provided {len(self.bindings)}")
         count = self.workgroup_count or self._indirect_count(table)
-        bindings = VmList.allocate(vm_types.parse_type("!vm.buffer"), len(self.bindings))
-        for i, ref in enumerate(self.bindings):
-            buffer, offset, length = ref.resolve(table)
-            buffer = _require(buffer, f"required binding {i} of {entry.name}")
-            bindings.append(buffer.vm_view(offset, length, 0))
-        constants = VmBuffer.from_bytes(pack_constants(self.constants), access=layout.BUFFER_ORIGIN_HOST)
-        local_memory = VmBuffer.allocate(entry.local_memory_size)
-        if 0 in count:
-            return
-        with denormals_flushed():  # IREE runs dispatches with FTZ/DAZ on
-            exe.runner.run(Dispatch(entry.function, count, (1, 1, 1), local_memory, constants, bindings))
+        try:
+            args = self._spare.pop()
+        except IndexError:
+            args = DispatchArgs(len(self.bindings), entry.local_memory_size)
+        try:
+            for i, ref in enumerate(self.bindings):
+                buffer, offset, length = ref.resolve(table)
+                if buffer is None:
+                    _require(buffer, f"required binding {i} of {entry.name}")
+                address, n = buffer.map_range(offset, length, 0)
+                args.point(i, address, n, bool(buffer.allowed_access & t.ACCESS_WRITE), buffer.memory)
+            if 0 in count:
+                return
+            args.prepare_local()
+            exe.runner.run(Dispatch(entry.function, count, (1, 1, 1), args.local, self._constant_buffer,
+                                    args.list))
+        finally:
+            if args.finish() and len(self._spare) < SPARE_SETS:
+                self._spare.append(args)
 
     def _indirect_count(self, table) -> tuple[int, int, int]:
         buffer, offset, _ = self.workgroups.resolve(table)

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ...modules import Function
 from ...objects import VmBuffer, VmList
+from .fpu import denormals_flushed
 
 VMVX_ENTRY_CCONV = "0rrriiiiiiiii_v"
 
@@ -46,17 +47,19 @@ class DispatchRunner(Protocol):
 
 
 class SerialDispatchRunner:
-    """One call per workgroup, z outermost and x innermost, like IREE's inline executor."""
+    """One call per workgroup, z outermost and x innermost, like IREE's inline executor,
+    with denormals flushed as IREE runs dispatches (native runners set the mode themselves)."""
 
     def run(self, dispatch: Dispatch) -> None:
         cx, cy, cz = dispatch.workgroup_count
         head = [dispatch.local_memory, dispatch.constants, dispatch.bindings]
         tail = [*dispatch.workgroup_size, cx, cy, cz]
         call = dispatch.entry.call
-        for z in range(cz):
-            for y in range(cy):
-                for x in range(cx):
-                    call(head + [x, y, z] + tail)
+        with denormals_flushed():
+            for z in range(cz):
+                for y in range(cy):
+                    for x in range(cx):
+                        call(head + [x, y, z] + tail)
 
 
 def runner_for(backend) -> DispatchRunner:
