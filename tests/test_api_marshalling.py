@@ -184,3 +184,52 @@ def test_foreign_byte_order_and_strided_arrays(load):
     a = np.linspace(-1, 1, 32, dtype=">f4")[::2]  # big-endian and strided
     out = m.select_mix(np.ones(16, bool), a, np.zeros(16, np.float32))
     assert out.dtype == np.float32 and out.tolist() == a.astype(np.float32).tolist()
+
+
+
+_SHARED_RESULTS = """
+func.func @constant() -> tensor<4xf32> {
+  %c = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  return %c : tensor<4xf32>
+}
+func.func @twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %y = arith.addf %x, %x : tensor<4xf32>
+  return %y, %y : tensor<4xf32>, tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def shared_results(tmp_path_factory):
+    import subprocess
+
+    from tests.corpus import find_tool
+
+    src = tmp_path_factory.mktemp("shared") / "shared.mlir"
+    src.write_text(_SHARED_RESULTS)
+    out = src.with_suffix(".vmfb")
+    subprocess.run([find_tool("iree-compile"), str(src), "-o", str(out), "--iree-hal-target-device=local",
+                    "--iree-hal-local-target-device-backends=vmvx"], check=True)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["jit", "interp"])
+def test_result_arrays_are_the_callers_own(corpus_module, shared_results, backend):
+    """Results are writable arrays that nothing else sees: handed-over result buffers, and
+    copies where the program keeps the memory (a global, a constant, one buffer twice)."""
+    m = jitvm.load(str(corpus_module("mlir/mutable_global").vmfb), backend=backend)
+    one = np.ones(4, np.float32)
+    first = m.accumulate(one)
+    first[:] = 100  # must not reach the module's global, nor any later result
+    np.testing.assert_array_equal(m.accumulate(one), [2, 2, 2, 2])
+    np.testing.assert_array_equal(first, [100] * 4)
+    _, state = m.read_state()
+    state[:] = -1
+    np.testing.assert_array_equal(m.read_state()[1], [2, 2, 2, 2])
+    s = jitvm.load(str(shared_results), backend=backend)
+    c = s.constant()
+    c[:] = 0
+    np.testing.assert_array_equal(s.constant(), [1, 2, 3, 4])
+    a, b = s.twice(one)
+    a[:] = 7
+    np.testing.assert_array_equal(b, [2, 2, 2, 2])

@@ -1,7 +1,7 @@
 """Python values <-> VM values for reflected functions, as iree.runtime does it.
 
 Arrays become buffer views in fresh device buffers (DEVICE_LOCAL, default usage, element
-type from the array's dtype); buffer-view results come back as numpy copies; scalars are
+type from the array's dtype); buffer-view results come back as numpy arrays; scalars are
 Python ints and floats. Mismatches raise jitvm.ArgumentError naming the argument and what
 was expected instead of failing later inside the program.
 """
@@ -67,7 +67,7 @@ def array_argument(hal, value, decl: ValueDecl, label: str) -> Ref:
 
 def array_to_view(hal, arr: np.ndarray, element_type: int) -> Ref:
     data = np.ascontiguousarray(arr)
-    buffer = hal.device.allocator.allocate(INPUT_MEMORY_TYPE, INPUT_USAGE, data.nbytes)
+    buffer = hal.device.allocator.allocate(INPUT_MEMORY_TYPE, INPUT_USAGE, data.nbytes, zeroed=False)
     buffer.payload.write(0, data.reshape(-1).view(np.uint8))
     return HalBufferView.new(buffer, data.shape, element_type, hal_types.ENCODING_DENSE_ROW_MAJOR)
 
@@ -101,12 +101,14 @@ def scalar_argument(value, decl: ValueDecl, label: str):
 
 
 def result_value(value):
-    """A VM result as a Python value: buffer views become numpy arrays (copies), the rest stays.
+    """A VM result as a Python value: buffer views become numpy arrays, the rest stays. An
+    array is the result buffer's own memory when the call handed that over exclusively (as
+    iree.runtime maps host-visible results), else a copy.
 
     Views of element types numpy has no dtype for (i4, bf16, ...) are returned as the view ref.
     """
     if isinstance(value, Ref):
         view = value.payload
         if isinstance(view, HalBufferView) and view.dtype is not None:
-            return view.to_numpy()
+            return view.hand_over_numpy(value)
     return value

@@ -166,6 +166,19 @@ entry:
 ; A zeroed buffer of %len bytes aligned to %align (a power of two); null when out of memory.
 define ptr @jv_buffer_alloc(i64 %len, i64 %align, i32 %access) {{
 entry:
+  %b = call ptr @buffer_alloc(i64 %len, i64 %align, i32 %access, i1 true)
+  ret ptr %b
+}}
+
+; For memory its creator overwrites in full at once (marshalled inputs): no zeroing.
+define ptr @jv_buffer_alloc_uninitialized(i64 %len, i64 %align, i32 %access) {{
+entry:
+  %b = call ptr @buffer_alloc(i64 %len, i64 %align, i32 %access, i1 false)
+  ret ptr %b
+}}
+
+define internal ptr @buffer_alloc(i64 %len, i64 %align, i32 %access, i1 %zero) {{
+entry:
   %small = icmp ult i64 %align, 16
   %a = select i1 %small, i64 16, i64 %align
   %b = call ptr @malloc(i64 {buffer_size})
@@ -176,7 +189,8 @@ data:
   %empty = icmp eq i64 %len, 0
   %n = select i1 %empty, i64 1, i64 %len
   %default_align = icmp eq i64 %a, 16
-  br i1 %default_align, label %zeroed, label %aligned
+  %use_calloc = and i1 %default_align, %zero
+  br i1 %use_calloc, label %zeroed, label %aligned
 zeroed:
   ; malloc's alignment is 16 here (x86_64, aarch64): calloc hands large buffers over as
   ; fresh zero pages instead of writing zeros over gigabytes.
@@ -186,16 +200,18 @@ zeroed:
 aligned:
   %rc = call i32 @posix_memalign(ptr %slot, i64 %a, i64 %n)
   %bad = icmp ne i32 %rc, 0
-  br i1 %bad, label %free_header, label %clear
-clear:
+  br i1 %bad, label %free_header, label %got
+got:
   %m = load ptr, ptr %slot
+  br i1 %zero, label %clear, label %init
+clear:
   call void @llvm.memset.p0.i64(ptr %m, i8 0, i64 %n, i1 false)
   br label %init
 free_header:
   call void @free(ptr %b)
   br label %fail
 init:
-  %d = phi ptr [ %z, %zeroed ], [ %m, %clear ]
+  %d = phi ptr [ %z, %zeroed ], [ %m, %clear ], [ %m, %got ]
   call void @init_buffer(ptr %b, ptr %d, i64 %len, i32 %access, ptr null, ptr %d)
   ret ptr %b
 fail:
@@ -442,6 +458,8 @@ PROTOTYPES = {
     "jv_buffer_destroy": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_list_destroy": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_buffer_alloc": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32),
+    "jv_buffer_alloc_uninitialized": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64,
+                                                      ctypes.c_uint32),
     "jv_buffer_wrap": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32,
                                        ctypes.c_void_p),
     "jv_list_alloc": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32,

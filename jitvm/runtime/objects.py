@@ -181,8 +181,10 @@ class VmBuffer(Ref):
 
     @classmethod
     def allocate(cls, length: int, alignment: int = 16,
-                 access: int = layout.BUFFER_MUTABLE | layout.BUFFER_ORIGIN_HOST) -> "VmBuffer":
-        addr = nativelib.fn.jv_buffer_alloc(length, alignment, access)
+                 access: int = layout.BUFFER_MUTABLE | layout.BUFFER_ORIGIN_HOST, zeroed: bool = True) -> "VmBuffer":
+        """New memory, zero-filled unless the caller overwrites all of it at once (`zeroed=False`)."""
+        alloc = nativelib.fn.jv_buffer_alloc if zeroed else nativelib.fn.jv_buffer_alloc_uninitialized
+        addr = alloc(length, alignment, access)
         if not addr:
             raise Error(f"out of memory allocating a {length}-byte buffer")
         return cls(addr, retain_it=False)

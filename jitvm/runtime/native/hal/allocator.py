@@ -32,12 +32,14 @@ class HalAllocator(NativeObject):
         self.device_name = device_name
         self.bytes_allocated = 0  # statistics, for tests and leak hunting
 
-    def allocate(self, memory_type: int, usage: int, size: int) -> Ref:
+    def allocate(self, memory_type: int, usage: int, size: int, zeroed: bool = True) -> Ref:
+        """A heap buffer; zero-filled (contents IREE leaves undefined, kept deterministic here)
+        unless its creator overwrites it in full at once."""
         if size >= MAX_ALLOCATION:
             raise hal_error("RESOURCE_EXHAUSTED", f"failed to allocate buffer of length {t.as_signed(size)}")
         memory_type, usage, access = canonical_params(memory_type, usage)
         self.bytes_allocated += size
-        return HalBuffer.allocate(size, memory_type, usage, access)
+        return HalBuffer.allocate(size, memory_type, usage, access, zeroed=zeroed)
 
     def import_buffer(self, memory_type: int, usage: int, source: VmBuffer, offset: int, length: int) -> Ref:
         """Aliases `length` bytes of `source` at `offset` (length -1: the rest)."""

@@ -49,6 +49,12 @@ class HalBuffer(NativeObject):
         self._parent_ref = parent.ref() if parent is not None else None  # subspans keep their allocation
         self.preserve_count = 0
 
+    def exclusively_owned(self) -> bool:
+        """Whether this buffer is a whole allocation whose memory nothing else references."""
+        memory = self.memory
+        return self._parent_ref is None and memory.refcount == 1 and bool(memory.struct.allocation) and \
+            self.byte_offset == 0
+
     @property
     def allocated(self) -> "HalBuffer":
         return self._parent_ref.payload if self._parent_ref is not None else self
@@ -57,8 +63,8 @@ class HalBuffer(NativeObject):
 
     @classmethod
     def allocate(cls, length: int, memory_type: int, allowed_usage: int,
-                 allowed_access: int = t.ACCESS_ALL) -> Ref:
-        memory = VmBuffer.allocate(length, ALLOCATION_ALIGNMENT)
+                 allowed_access: int = t.ACCESS_ALL, zeroed: bool = True) -> Ref:
+        memory = VmBuffer.allocate(length, ALLOCATION_ALIGNMENT, zeroed=zeroed)
         return cls.new(memory, 0, length, memory_type, allowed_access, allowed_usage)
 
     @classmethod
@@ -107,7 +113,7 @@ class HalBuffer(NativeObject):
     def numpy(self, dtype, count: int, offset: int = 0) -> np.ndarray:
         """A copy of `count` elements of `dtype` starting at `offset`."""
         n = np.dtype(dtype).itemsize * count
-        return np.frombuffer(bytes(self.view(offset, n)), dtype=dtype, count=count)
+        return np.frombuffer(self.view(offset, n), dtype=dtype, count=count).copy()
 
     # --- transfer operations (IREE's iree_hal_buffer_map_*) ------------------------------------
 

@@ -51,9 +51,30 @@ class HalBufferView(NativeObject):
         data = self.buffer.numpy(dtype, self.element_count)
         return data.reshape(self.shape)
 
+    def hand_over_numpy(self, ref: Ref) -> np.ndarray:
+        """The contents as an array for the holder of `ref`, a reference to this view: the
+        buffer's own memory when nothing else can reach it (no other reference to the view,
+        its buffer or the buffer's memory), which the array then keeps alive; else a copy."""
+        buffer = self.buffer
+        if ref.refcount == 1 and self.buffer_ref.refcount == 1 and buffer.exclusively_owned():
+            address, n = buffer.map_range(0, self.byte_length, t.ACCESS_READ)
+            if n == self.byte_length and n:
+                raw = np.asarray(_OwnedMemory(address, n, ref))
+                return raw.view(self.dtype).reshape(self.shape)
+        return self.to_numpy()
+
     def format(self, max_elements: int = 1024) -> str:
         """IREE's `iree_hal_buffer_view_format`: shape x type = nested [..] elements."""
         return f"{shape_prefix(self.shape, self.element_type)}={format_elements(self, max_elements)}"
+
+
+class _OwnedMemory:
+    """Bytes at an address, exposed to numpy, kept alive by the ref held here."""
+
+    def __init__(self, address: int, length: int, owner: Ref):
+        self.owner = owner
+        self.__array_interface__ = {"shape": (length,), "typestr": "|u1", "data": (address, False),
+                                    "version": 3}
 
 
 def shape_prefix(shape, element_type: int) -> str:
