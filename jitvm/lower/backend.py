@@ -58,7 +58,7 @@ class JitBackend:
         self.progress = progress
         self.threads = threads
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
-        # version_loops, jam_loops, affine_indices, parallel_loops (ModuleLowering) and slp (the compiler).
+        # version_loops, jam_loops, jam_outer, affine_indices, parallel_loops (ModuleLowering) and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
         self.target = targets.host()
         self._runner = None
@@ -108,8 +108,8 @@ class JitBackend:
                              f"{f', {len(groups)} groups in parallel' if len(groups) > 1 else ''})") \
             if self.progress else None
         try:
-            steps = {n: options[n] for n in ("version_loops", "jam_loops", "affine_indices", "parallel_loops")
-                     if n in options}
+            steps = {n: options[n] for n in
+                     ("version_loops", "jam_loops", "jam_outer", "affine_indices", "parallel_loops") if n in options}
             lowered = [ModuleLowering(loaded.verified, f"{k[:16]}g{i}", **steps).lower(group)
                        for i, group in enumerate(groups)]
             texts = [str(lm) for lm in lowered]

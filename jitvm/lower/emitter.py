@@ -392,15 +392,17 @@ class Emitter:
         from .guard import all_iterations_in_range
 
         fn = self.fn
-        plan = jam.plan(self.vf, nest) if self.mod.jam_loops else None
-        split = parallel.plan(self.vf, nest, plan.loop if plan else None) if self.mod.parallel_loops else None
+        plan = jam.plan(self.vf, nest, self.mod.jam_outer) if self.mod.jam_loops else None
+        outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
+        split = parallel.plan(self.vf, nest, outermost) if self.mod.parallel_loops else None
         # The guard goes first, into the block where the nest is entered: the jammed loop's
         # header reads its verdict on the buffers (a value of a dominating block).
         guard = self.blocks[nest.root.header]
         self.b.position_at_end(guard)
         self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
         ok, ranges, rest, boxes = all_iterations_in_range(self, nest)
-        apart = jam.ranges_apart(self, plan, nest, ranges) if plan is not None else None
+        apart = jam.ranges_apart(self, plan.widest, plan.stored, plan.widest_others, nest, ranges) \
+            if plan is not None else None
         threads = parallel.guard(self, split, nest, ranges, rest, boxes) if split is not None else None
         guard_end = self.b.block
         checked = self.lower_nest_copy(nest, "checked", None, None)
@@ -431,29 +433,45 @@ class Emitter:
         self.unchecked = {} if name == "checked" else {a.index: a for a in nest.accesses}
         self.fast_copy = name != "checked"
         jammed = plan is not None and name != "checked"
-        if jammed:
+        outer = plan.outer if jammed else None
+        p_jammed = jammed and (outer is None or outer.jammed_remainder)
+        if p_jammed:
             rem_header = self.block_override[plan.loop.header]
             jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
             self.block_override[plan.loop.header] = jam_header  # P is entered jammed
+        if outer is not None:
+            q_rem_header = self.block_override[outer.loop.header]
+            q_header = fn.append_basic_block(f"bb{outer.loop.header}_blocked")
+            self.block_override[outer.loop.header] = q_header  # Q is entered register-blocked
         entry = self.block_override[nest.root.header]
         for i in nest.blocks:
-            if jammed and i in plan.region:
+            if jammed and i in plan.widest:
                 continue
             if split_hi is not None and i == nest.root.header:
                 self._lower_split_header(nest.root, split_hi)
             else:
                 self._lower_block(i, self.block_override[i])
+        if outer is not None:
+            self.block_override[outer.loop.header] = q_rem_header  # Q's plain loop, P jammed alone
+            for i in outer.region:
+                if i not in plan.region:
+                    self._lower_block(i, self.block_override[i])
         if jammed:
-            self.block_override[plan.loop.header] = rem_header  # the plain loop loops back to itself
+            if p_jammed:
+                self.block_override[plan.loop.header] = rem_header  # the plain loop loops back to itself
             for i in plan.region:
                 self._lower_block(i, self.block_override[i])
             # In the jammed copies the buffers are apart (the header checked): say so to
             # LLVM. Different iterations of P store to different elements, so each
             # jammed copy's stores get a scope of their own.
-            keys = [(r, k) for r in plan.stored for k in (*range(plan.factor), None)]
-            keys += [(r, None) for r in plan.others]
+            copies = max(plan.factor, outer.copies if outer is not None else 0)
+            keys = [(r, k) for r in plan.stored for k in (*range(copies), None)]
+            keys += [(r, None) for r in plan.widest_others]
             self.alias = self.mod.module.alias_scopes(keys)
-            jam.emit(self, plan, jam_header, rem_header, apart)
+            if p_jammed:
+                jam.emit(self, plan, jam_header, rem_header, apart)
+            if outer is not None:
+                jam.emit_outer(self, plan, q_header, q_rem_header, apart)
             self.alias = {}
         self.block_override, self.unchecked, self.fast_copy, self.nest_loops = {}, {}, False, {}
         return entry

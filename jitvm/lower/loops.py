@@ -267,19 +267,23 @@ def entry_constants(vf) -> dict[int, tuple[str, int]]:
     return out
 
 
+def constant_value(vf, expr, known: dict | None = None) -> int | None:
+    """A loop start, bound or step that is a constant or an entry-block constant i64
+    register (`known`: entry_constants(vf), when the caller has it), else None."""
+    if expr[0] == "const":
+        return expr[1]
+    if expr[0] == "reg":
+        known = entry_constants(vf) if known is None else known
+        if expr[2] in known and known[expr[2]][0] == "i64":
+            return known[expr[2]][1]
+    return None
+
+
 def static_trips(vf, loop: Loop) -> int | None:
     """A loop's trip count when its start, bound and step are constants or entry-block
     constant registers (the root loop's start, a register, taken as 0), else None."""
     known = entry_constants(vf)
-
-    def value(x):
-        if x[0] == "const":
-            return x[1]
-        if x[0] == "reg" and x[2] in known and known[x[2]][0] == "i64":
-            return known[x[2]][1]
-        return None
-
-    start, bound, step = (value(x) for x in (loop.start or ("const", 0), loop.bound, loop.step))
+    start, bound, step = (constant_value(vf, x, known) for x in (loop.start or ("const", 0), loop.bound, loop.step))
     if start is None or bound is None or step is None or step <= 0:
         return None
     return max(0, -(-(bound - start) // step))

@@ -263,7 +263,7 @@ def guard(e, split: ParallelPlan, nest: Nest, ranges, rest, boxes):
             hi = rhi if hi is None else b.select(b.icmp_signed(">", rhi, hi), rhi, hi)
         width = ev.add(ev.sub(hi, lo), const(I64, 1))  # elements one iteration touches
         ok = b.and_(ok, b.icmp_signed("<=", width, stride))
-    return b.and_(b.and_(ok, ev.ok), ranges_apart(e, split, nest, ranges))
+    return b.and_(b.and_(ok, ev.ok), ranges_apart(e, split.region, split.stored, split.others, nest, ranges))
 
 
 def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan, threads, apart) -> None:
