@@ -8,6 +8,7 @@ stores; loading an object file into an MCJIT engine costs no compilation.
 from __future__ import annotations
 
 import threading
+from typing import Iterable
 
 import llvmlite.binding as llvm
 
@@ -41,38 +42,38 @@ def build_object(ir_text: str, target: targets.Target, speed: int, codegen: int,
     return emit_object(optimize(ir_text, target, speed, codegen, slp), target, codegen)
 
 
-# llvmlite runs every LLVM call under one process-wide lock, so threads cannot compile in
-# parallel: with several function groups, each goes to a worker process of its own
-# (lower/compile_worker.py, a fresh interpreter: nothing of this process's threads, locks
-# or __main__ script is inherited).
-def build_objects(texts: list[str], target: targets.Target, speed: int, codegen: int, slp: bool) -> list[bytes]:
-    """Object code per group: in worker processes when there are several groups, else here.
-    A group whose worker fails is compiled here."""
-    if len(texts) <= 1:
+def build_objects(texts: Iterable[str], count: int, target: targets.Target, speed: int, codegen: int,
+                  slp: bool) -> list[bytes]:
+    """Object code for each of `count` function groups, whose IR `texts` yields as they are
+    lowered: with several groups, on a pool of worker processes (lower.compile_pool: llvmlite
+    serializes LLVM calls within a process), any group no worker compiled here."""
+    if count <= 1:
         return [build_object(t, target, speed, codegen, slp) for t in texts]
-    import subprocess
-    import sys
     import tempfile
     from pathlib import Path
 
+    from .compile_pool import CompilePool, processes
+
     with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
-        procs = []
-        for i, text in enumerate(texts):
-            ir_path, obj_path = Path(tmp) / f"g{i}.ll", Path(tmp) / f"g{i}.o"
-            ir_path.write_text(text)
-            args = [sys.executable, "-m", "jitvm.lower.compile_worker", str(ir_path), str(obj_path), target.triple,
-                    target.cpu, target.features, str(speed), str(codegen), "1" if slp else "0"]
-            try:
-                procs.append((subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                               cwd=str(Path(__file__).resolve().parents[2])), obj_path))
-            except OSError:
-                procs.append((None, obj_path))
+        pool = CompilePool(min(processes(), count), Path(tmp), target, speed, codegen, slp)
+        try:
+            pending = {}
+            for i, text in enumerate(texts):
+                if pool.workers:
+                    pool.submit(i, text)
+                else:
+                    pending[i] = text
+            results = pool.finish()
+        finally:
+            pool.close()
         objects = []
-        for text, (proc, obj_path) in zip(texts, procs):
-            if proc is not None and proc.wait() == 0 and obj_path.is_file():
-                objects.append(obj_path.read_bytes())
-            else:
-                objects.append(build_object(text, target, speed, codegen, slp))
+        for i in range(count):
+            obj = results.get(i)
+            if obj is None:
+                text = pending.pop(i, None)
+                obj = build_object(text if text is not None else (Path(tmp) / f"g{i}.ll").read_text(),
+                                   target, speed, codegen, slp)
+            objects.append(obj)
         return objects
 
 
@@ -82,14 +83,18 @@ def emit_assembly(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2)
 
 def has_loops(verified) -> bool:
     """Whether any function branches backwards: where compile time pays for itself."""
-    for vf in verified.functions:
-        for block in vf.blocks:
-            ins = vf.instructions[block.last]
-            for f, value in zip(ins.op.fields, ins.args):
-                if f.kind == "target" and vf.block_of_pc.get(value, 1 << 30) <= block.index:
-                    return True
-                if f.kind == "cases" and any(vf.block_of_pc.get(t, 1 << 30) <= block.index for t, _ in value):
-                    return True
+    return any(has_loops_in(vf) for vf in verified.functions)
+
+
+def has_loops_in(vf) -> bool:
+    """Whether the function branches backwards."""
+    for block in vf.blocks:
+        ins = vf.instructions[block.last]
+        for f, value in zip(ins.op.fields, ins.args):
+            if f.kind == "target" and vf.block_of_pc.get(value, 1 << 30) <= block.index:
+                return True
+            if f.kind == "cases" and any(vf.block_of_pc.get(t, 1 << 30) <= block.index for t, _ in value):
+                return True
     return False
 
 
