@@ -6,8 +6,9 @@
 Steps (each includes the ones before it):
   checked     every op lowered with its own checks (bounds, alignment, null, read-only)
   versioned   loop nests guarded once on entry, the fast copy free of per-access checks
-  jammed      the parallel loop around a reduction unrolled and jammed (16 accumulators)
+  jammed      the parallel loop around a reduction unrolled and jammed (up to 64 copies)
   vectorised  fast-copy indices rebuilt from their affine form, SLP vectorisation on
+  blocked     register blocking: the jammed loop's parent jammed too (4 x 16 copies)
 
 All run one thread (JITVM_THREADS=1 is set before jitvm is imported), on the same inputs,
 in the same process, alternating, medians of the timed repetitions after a warm-up call;
@@ -34,8 +35,9 @@ from bench.models import suite  # noqa: E402
 STEPS = {
     "checked": {"version_loops": False, "jam_loops": False, "affine_indices": False, "slp": False},
     "versioned": {"jam_loops": False, "affine_indices": False, "slp": False},
-    "jammed": {"affine_indices": False, "slp": False},
-    "vectorised": {},
+    "jammed": {"jam_outer": False, "affine_indices": False, "slp": False},
+    "vectorised": {"jam_outer": False},
+    "blocked": {},
 }
 
 

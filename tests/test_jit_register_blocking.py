@@ -18,62 +18,14 @@ from jitvm.lower.loops import find_nests
 from jitvm.runtime.objects import VmBuffer
 from jitvm.verify import verify_module
 from tests.interp_support import instantiate
+from tests.matmul_program import matmul_vmasm
 
 N, K = 32, 5  # columns (P: 2 groups of 16 per row), reduction length
 
-# @mm(out, a, b, M): out[i*N + j] += over k of a[i*K + k] * b[k*N + j], in place; M rows
-# from the argument, or the constant ROWS when given.
-_MATMUL = """
-vm.module @blocked version 0
-vm.export @mm
-vm.func @mm(%r0: !vm.buffer, %r1: !vm.buffer, %r2: !vm.buffer, %i0: i32) -> () {
-^bb0:
-  ROWS
-  %i6:7 = vm.const.i64 COLS
-  %i8:9 = vm.const.i64 DEPTH
-  %i10:11 = vm.const.i64.zero
-  %i12:13 = vm.const.i64 1
-  vm.br ^bb1(%i10->%i14, %i11->%i15)
-^bb1:
-  %i3 = vm.cmp.lt.i64.s %i14:15, %i4:5
-  vm.cond_br %i3, ^bb2(), ^bb9()
-^bb2:
-  vm.br ^bb3(%i10->%i16, %i11->%i17)
-^bb3:
-  %i3 = vm.cmp.lt.i64.s %i16:17, %i6:7
-  vm.cond_br %i3, ^bb4(), ^bb8()
-^bb4:
-  %i18:19 = vm.fma.i64 %i14:15, %i6:7, %i16:17
-  vm.br ^bb5(%i10->%i20, %i11->%i21)
-^bb5:
-  %i3 = vm.cmp.lt.i64.s %i20:21, %i8:9
-  vm.cond_br %i3, ^bb6(), ^bb7()
-^bb6:
-  %i22:23 = vm.fma.i64 %i14:15, %i8:9, %i20:21
-  %i24 = vm.buffer.load.f32 %r1, %i22:23
-  %i26:27 = vm.fma.i64 %i20:21, %i6:7, %i16:17
-  %i25 = vm.buffer.load.f32 %r2, %i26:27
-  %i28 = vm.buffer.load.f32 %r0, %i18:19
-  %i29 = vm.mul.f32 %i24, %i25
-  %i28 = vm.add.f32 %i28, %i29
-  vm.buffer.store.f32 %i28, %r0, %i18:19
-  %i20:21 = vm.add.i64 %i20:21, %i12:13
-  vm.br ^bb5()
-^bb7:
-  %i16:17 = vm.add.i64 %i16:17, %i12:13
-  vm.br ^bb3()
-^bb8:
-  %i14:15 = vm.add.i64 %i14:15, %i12:13
-  vm.br ^bb1()
-^bb9:
-  vm.return
-}
-"""
-
 
 def _source(rows: int | None) -> str:
-    m = "%i4:5 = vm.ext.i32.i64.s %i0" if rows is None else f"%i4:5 = vm.const.i64 {rows}"
-    return _MATMUL.replace("ROWS", m).replace("COLS", str(N)).replace("DEPTH", str(K))
+    """Rows from the argument (None) or the constant `rows`; N and K constant."""
+    return matmul_vmasm(rows, N, K, fused=False)
 
 
 def _plan(rows: int | None):
@@ -104,7 +56,7 @@ def _run(inst, m: int, seed: int, overlap: bool) -> bytes:
     a = VmBuffer.from_bytes(rng.standard_normal(m * K).astype(np.float32).tobytes())
     out = VmBuffer.from_bytes(rng.standard_normal(max(m, K) * N).astype(np.float32).tobytes())
     b = out if overlap else VmBuffer.from_bytes(rng.standard_normal(K * N).astype(np.float32).tobytes())
-    inst.lookup("mm").call([out, a, b, m])
+    inst.lookup("mm").call([out, a, b, m, N, K])
     return out.tobytes()
 
 
