@@ -42,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--min-time", type=float, default=0.25, help="seconds per timed repetition")
     args = p.parse_args(argv)
+    from .machine import parallel_capacity
+
+    # Shared machines lend their cores unevenly: what two busy processes got against one.
+    print(f"parallel capacity at start: {parallel_capacity():.2f} of {os.cpu_count()} cores\n")
     print(f"| model | JIT 1 thread ms | JIT {args.threads} threads ms | speed-up |")
     print("|---|---|---|---|")
     for spec in select(suite(args.resolution), args.models):
@@ -57,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                 times[t].append(time_call(fn, inputs, args.min_time))
         one, many = (float(np.median(times[t])) for t in (1, args.threads))
         print(f"| {spec.name} | {one * 1e3:.3f} | {many * 1e3:.3f} | {one / many:.2f}x |", flush=True)
+    print(f"\nparallel capacity at the end: {parallel_capacity():.2f} of {os.cpu_count()} cores")
     return 0
 
 
