@@ -45,12 +45,17 @@ STATS = Counter()  # programs, calls and traps run by this module (printed at it
 
 @pytest.fixture(scope="module", autouse=True)
 def _totals(request):
+    from jitvm.lower.backend import STATS as JIT_STATS
+
+    blocked_before = JIT_STATS["blocked_nests"]
+
     def report():
         if STATS["programs"]:
             pool = BACKENDS["jit"].call_pool()
             print(f"\nfuzz: {STATS['programs']} programs, {STATS['calls']} calls ({STATS['traps']} traps) under "
                   f"both backends, {STATS['mismatching']} mismatching; "
-                  f"{pool.state.splits if pool else 0} loop nests split across threads")
+                  f"{pool.state.splits if pool else 0} loop nests split across threads, "
+                  f"{JIT_STATS['blocked_nests'] - blocked_before} compiled register-blocked")
     request.config.add_cleanup(report)  # after the run, when output is no longer captured
     yield
 

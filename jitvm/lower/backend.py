@@ -22,7 +22,7 @@ from . import cache, compile_pool, compiler
 from . import target as targets
 from .module import ModuleLowering, runtime_type_ids, type_table_symbol
 
-STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions
+STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions, blocked_nests
 
 
 class _Progress:
@@ -124,6 +124,7 @@ class JitBackend:
                 progress.done()
         STATS["compiled_modules"] += 1
         STATS["llvm_functions"] += sum(len(lm.symbols) for lm in lowered)
+        STATS["blocked_nests"] += sum(lm.blocked_nests for lm in lowered)
         meta = {"groups": [{"key": lm.key, "symbols": {str(o): s for o, s in lm.symbols.items()}}
                            for lm in lowered],
                 "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for lm in lowered for f in lm.fallbacks]}

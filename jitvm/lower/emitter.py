@@ -393,6 +393,7 @@ class Emitter:
 
         fn = self.fn
         plan = jam.plan(self.vf, nest, self.mod.jam_outer) if self.mod.jam_loops else None
+        self.mod.blocked_nests += bool(plan and plan.outer)
         outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
         split = parallel.plan(self.vf, nest, outermost) if self.mod.parallel_loops else None
         # The guard goes first, into the block where the nest is entered: the jammed loop's

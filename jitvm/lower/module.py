@@ -46,6 +46,7 @@ class LoweredModule:
     key: str  # distinguishes this module's symbols from other compilation units
     symbols: dict[int, str]  # lowered function ordinal -> symbol
     fallbacks: list[Fallback] = field(default_factory=list)
+    blocked_nests: int = 0  # loop nests lowered register-blocked (statistics)
 
     def __str__(self) -> str:
         return str(self.ir_module)
@@ -59,6 +60,7 @@ class ModuleLowering:
         self.version_loops = version_loops  # guarded copies of loop nests without per-access checks
         self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.jam)
         self.jam_outer = jam_outer  # ... of the jammed loop's parent too: register blocking
+        self.blocked_nests = 0  # nests lowered register-blocked (statistics)
         self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.parallel)
         self.affine_indices = affine_indices  # their indices rebuilt from the affine form (guard.proven_index)
         self.key = key
@@ -221,7 +223,7 @@ class ModuleLowering:
         for ordinal, fn in self.functions.items():
             if ordinal not in symbols:
                 self._make_table_thunk(ordinal, fn)
-        return LoweredModule(self.module, self.key, symbols, fallbacks)
+        return LoweredModule(self.module, self.key, symbols, fallbacks, self.blocked_nests)
 
     def _make_table_thunk(self, ordinal: int, fn: ir.Function) -> None:
         """A body for a function the JIT could not lower: call through state->functions[i]."""

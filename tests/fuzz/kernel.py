@@ -195,6 +195,7 @@ class KernelGen:
         self.consts: dict[tuple[str, int], V] = {}
         self.entry = fg.blocks[0][1]
         self.huge = False
+        self.rows_apart = False  # the outer loop's coefficient is the inner loops' extent
 
     def const(self, bank: str, value: int) -> V:
         """A constant defined in the entry block (so it dominates every use, and is
@@ -267,7 +268,7 @@ class KernelGen:
             stride = 1
             for lp in inner:
                 stride *= lp.bound if isinstance(lp.bound, int) and lp.bound > 0 else 1
-            out[lvl] = c.choice([1, 1, 1, 2, 3, -1, stride, stride, 4])
+            out[lvl] = stride if lvl == 0 and self.rows_apart else c.choice([1, 1, 1, 2, 3, -1, stride, stride, 4])
             if c.chance(3):  # the index wraps around in i64 arithmetic (the guard must see it)
                 out[lvl] = c.choice([1 << 40, -(1 << 62), (1 << 61) + 1])
                 self.huge = True
@@ -379,6 +380,10 @@ def kernel_function(mg) -> FuncOut:
     bounds = ["m", "n" if c.chance(60) else c.choice([1, 3, 4, 8, 16]), c.choice([1, 2, 3, 4, 5, 8, 9])]
     for lvl in range(depth):
         kg.k.loops.append(KLoop(c.choice([0, 0, 0, 0, 1]), bounds[lvl], c.choice([1, 1, 1, 1, 2, 3])))
+    if depth == 3 and pattern in ("rmw", "acc") and c.chance(60):
+        # register blocking's shape: whole groups of 16 around the innermost loop, rows apart
+        kg.k.loops[1] = KLoop(0, c.choice([16, 32]), 1)
+        kg.rows_apart = True
 
     # entry: arguments as i64, loop constants, buffer refs
     m64 = emit_op(fg, "ext.i32.i64.s", operand=m, result_reg=fg.regs.new("i64"))
