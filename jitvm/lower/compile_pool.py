@@ -87,13 +87,13 @@ class CompilePool:
         self._dispatch()
 
     def finish(self) -> dict[int, bytes | None]:
-        """Waits for every submitted job; jobs no worker could take come back as None."""
+        """Waits for every submitted job; jobs no worker could take come back as None. The
+        workers stay until `close`."""
         while self._busy:
             self.poll(None)
         for job in self._queue:
             self.results[job] = None
         self._queue.clear()
-        self.close()
         return self.results
 
     def _retire(self, p: subprocess.Popen) -> None:

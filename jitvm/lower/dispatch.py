@@ -20,7 +20,6 @@ import time
 from ..runtime import traps
 from ..runtime.bytecode import describe_frame
 from ..runtime.layout import TrapT
-from ..runtime.objects import VmBuffer
 from ..runtime.native.hal import fpu
 from ..runtime.native.hal.dispatch import Dispatch, SerialDispatchRunner
 from . import workers

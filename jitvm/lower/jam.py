@@ -22,7 +22,7 @@ same program:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..frontend import isa
 from .loops import ZERO, Loop, Nest, constant_value, static_trips, written_slots
@@ -99,7 +99,7 @@ def plan(vf, nest: Nest, outer: bool = True) -> JamPlan | None:
             if outer:
                 q = _check_outer(vf, nest, p, children)
                 if q is not None:
-                    return JamPlan(p.loop, p.region, p.renamed, p.stored, p.others, p.factor, q)
+                    return replace(p, outer=q)
             return p
     return None
 
@@ -130,8 +130,7 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children) -> OuterJam | None:
     if not (_plain_header(vf, loop) and _plain_header(vf, q)):
         return None
     region = range(q.header, q.latch + 1)
-    size = sum(vf.blocks[b].last - vf.blocks[b].first + 1 for b in region)
-    if size * inner * factor > OUTER_BUDGET or not pure_region(vf, region, nest):
+    if _region_size(vf, region) * inner * factor > OUTER_BUDGET or not pure_region(vf, region, nest):
         return None
     accesses = [a for a in nest.accesses if _in_region(vf, a.index, region)]
     if any(a.store and not _in_region(vf, a.index, p.region) for a in accesses):
@@ -140,10 +139,9 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children) -> OuterJam | None:
     if not step_p or not step_q:
         return None
     for buf in p.stored:
-        exprs = {a.element for a in accesses if a.buffer == buf}
-        if len(exprs) != 1:
+        element = _only_element(accesses, buf)
+        if element is None:
             return None
-        (element,) = exprs
         cq, cp = constant_value(vf, element.coeff(q.id)), constant_value(vf, element.coeff(loop.id))
         if not cq or not cp:
             return None
@@ -199,10 +197,9 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
     if not stored:
         return None
     for buf in stored:
-        exprs = {a.element for a in accesses if a.buffer == buf}
-        if len(exprs) != 1:
+        element = _only_element(accesses, buf)
+        if element is None:
             return None
-        (element,) = exprs
         if any(element.coeff(i) != ZERO for i in inner):
             return None  # must stay one element through the inner loops
         c = element.coeff(loop.id)
@@ -213,6 +210,17 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
     renamed, _refs = written_slots(vf, region)
     others = tuple(sorted({a.buffer for a in accesses} - stored))
     return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, _factor(vf, loop, region))
+
+
+def _only_element(accesses, buf: int):
+    """The one element index every access of `buf` uses, or None if they differ."""
+    exprs = {a.element for a in accesses if a.buffer == buf}
+    return next(iter(exprs)) if len(exprs) == 1 else None
+
+
+def _region_size(vf, region: range) -> int:
+    """VM instructions in the blocks of `region`."""
+    return sum(vf.blocks[b].last - vf.blocks[b].first + 1 for b in region)
 
 
 def pure_region(vf, region: range, nest: Nest) -> bool:
@@ -239,7 +247,7 @@ def _factor(vf, loop: Loop, region: range) -> int:
     10.6 -> 5.3 ms, 1x1 conv 4.0 -> 2.2 ms, 3x3 conv 4.3 -> 2.9 ms, ResNet-50-style 64x64
     36 -> 19 ms. The budget keeps compile time in check where regions are large; with it
     every ResNet kernel gets 64 and its executables compile in 10.4 s of CPU (7.8 s at 16)."""
-    size = sum(vf.blocks[b].last - vf.blocks[b].first + 1 for b in region)
+    size = _region_size(vf, region)
     factor = FACTOR
     while factor > MIN_FACTOR and factor * size > COPY_BUDGET:
         factor //= 2
@@ -346,39 +354,16 @@ def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
     """Lowers P's region jammed: `jam_header` runs FACTOR iterations at once while that many
     remain and the buffers are `apart` (an i1 from the guard), then hands the rest to
     `rem_header` (P's ordinary, unchecked loop)."""
-    from ..frontend.decode import Reg
-    from .emitter import I64, const
-
-    b = e.b
-    loop, u = plan.loop, plan.factor
-    fn = e.fn
-    blocks = {i: fn.append_basic_block(f"bb{i}_jammed") for i in plan.region if i != loop.header}
-    iv = Reg("i64", loop.iv, False, loop.iv)
-
-    # Header: enough iterations left for all copies?
-    b.position_at_end(jam_header)
-    e.copy, e.renamed = None, plan.renamed
     from .guard import InvariantEval
 
+    loop, u, fn = plan.loop, plan.factor, e.fn
+    blocks = {i: fn.append_basic_block(f"bb{i}_jammed") for i in plan.region if i != loop.header}
+    e.b.position_at_end(jam_header)
+    e.copy, e.renamed = None, plan.renamed
     ev = InvariantEval(e)
-    start = e.get(iv, "i64")
-    bound, step = ev.expr(loop.bound), ev.expr(loop.step)
-    span = ev.mul(step, const(I64, u - 1))
-    runs = b.icmp_signed("<", start, bound)
-    enough = b.and_(b.and_(runs, ev.ok), b.icmp_unsigned(">", b.sub(bound, start), span))
-    enough = b.and_(enough, apart)
-    entry = fn.append_basic_block(f"bb{loop.header}_jam_entry")
-    b.cbranch(enough, entry, rem_header)
-
-    # Entry: copy k starts at iv + k * step; the real registers act as the last copy.
-    b.position_at_end(entry)
-    for k in range(u - 1):
-        e.copy = k
-        e.set(iv, b.add(start, b.mul(step, const(I64, k))), "i64")
-    e.copy = None
-    e.set(iv, b.add(start, span), "i64")
-    b.branch(blocks[loop.header + 1])
-
+    start, step = _group_start(e, ev, loop, u, apart, f"bb{loop.header}_jam_entry", rem_header)
+    _spread_iv(e, loop, start, step, u, lambda k: k)  # copy k starts at iv + k * step
+    e.b.branch(blocks[loop.header + 1])
     _lower_copies(e, blocks, u, lambda t: jam_header if t == loop.header else blocks[t])
     e.copy, e.renamed, e.jam_copy = None, frozenset(), None
 
@@ -386,53 +371,71 @@ def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
 def emit_outer(e, plan: JamPlan, q_header, q_rem_header, apart) -> None:
     """Lowers Q's region register-blocked (see OuterJam): `q_header` runs the factor x inner
     copies while factor iterations of Q remain and the buffers are `apart`, else hands over
-    to `q_rem_header` (Q's plain loop, with P jammed alone)."""
+    to `q_rem_header` (Q's plain loop, with P jammed alone). Copy k is iteration k % factor
+    of Q's group and k // factor of P's (P-major: how SLP packs them)."""
     from ..frontend.decode import Reg
-    from .emitter import I64, const
     from .guard import InvariantEval
 
-    vf, b, fn = e.vf, e.b, e.fn
+    b, fn = e.b, e.fn
     outer, p = plan.outer, plan.loop
-    q, n, inner = outer.loop, outer.copies, outer.inner
+    q, n, factor = outer.loop, outer.copies, outer.factor
     blocks = {i: fn.append_basic_block(f"bb{i}_blocked") for i in outer.region if i not in (q.header, p.header)}
     p_header = fn.append_basic_block(f"bb{p.header}_blocked")
 
     def target(t):
         return q_header if t == q.header else p_header if t == p.header else blocks[t]
 
-    q_iv, p_iv = Reg("i64", q.iv, False, q.iv), Reg("i64", p.iv, False, p.iv)
     b.position_at_end(q_header)
     e.copy, e.renamed = None, outer.renamed
     ev = InvariantEval(e)
-    start = e.get(q_iv, "i64")
-    bound, step = ev.expr(q.bound), ev.expr(q.step)
     p_bound, p_step = ev.expr(p.bound), ev.expr(p.step)  # invariant: evaluated once, here
-    span = ev.mul(step, const(I64, outer.factor - 1))
-    runs = b.icmp_signed("<", start, bound)
-    enough = b.and_(b.and_(b.and_(runs, ev.ok), b.icmp_unsigned(">", b.sub(bound, start), span)), apart)
-    entry = fn.append_basic_block(f"bb{q.header}_blocked_entry")
-    b.cbranch(enough, entry, q_rem_header)
-    b.position_at_end(entry)  # copy k is Q's iteration k // inner of the group; the real registers the last
-    for k in range(n):
-        e.copy = None if k == n - 1 else k
-        e.set(q_iv, b.add(start, b.mul(step, const(I64, k % outer.factor))), "i64")
-    e.copy = None
+    start, step = _group_start(e, ev, q, factor, apart, f"bb{q.header}_blocked_entry", q_rem_header)
+    _spread_iv(e, q, start, step, n, lambda k: k % factor)
     b.branch(target(q.header + 1))
 
     # P's header: a whole group of P left, or P is done (its trip count is a multiple of inner).
     b.position_at_end(p_header)
-    p_start = e.get(p_iv, "i64")
+    p_start = e.get(Reg("i64", p.iv, False, p.iv), "i64")
     p_entry = fn.append_basic_block(f"bb{p.header}_blocked_entry")
     b.cbranch(b.icmp_signed("<", p_start, p_bound), p_entry, target(p.exit))
     b.position_at_end(p_entry)
-    for k in range(n):
-        e.copy = None if k == n - 1 else k
-        e.set(p_iv, b.add(p_start, b.mul(p_step, const(I64, k // outer.factor))), "i64")
-    e.copy = None
+    _spread_iv(e, p, p_start, p_step, n, lambda k: k // factor)
     b.branch(target(p.header + 1))
 
     _lower_copies(e, blocks, n, target)
     e.copy, e.renamed, e.jam_copy = None, frozenset(), None
+
+
+def _group_start(e, ev, loop: Loop, count: int, apart, entry_name: str, otherwise):
+    """At a jammed loop's header: branches to a new entry block (left positioned there) when
+    `count` iterations remain and the buffers are `apart`, else to `otherwise`. Returns the
+    group's first induction value and the step."""
+    from ..frontend.decode import Reg
+    from .emitter import I64, const
+
+    b = e.b
+    start = e.get(Reg("i64", loop.iv, False, loop.iv), "i64")
+    bound, step = ev.expr(loop.bound), ev.expr(loop.step)
+    span = ev.mul(step, const(I64, count - 1))
+    runs = b.icmp_signed("<", start, bound)
+    enough = b.and_(b.and_(b.and_(runs, ev.ok), b.icmp_unsigned(">", b.sub(bound, start), span)), apart)
+    entry = e.fn.append_basic_block(entry_name)
+    b.cbranch(enough, entry, otherwise)
+    b.position_at_end(entry)
+    return start, step
+
+
+def _spread_iv(e, loop: Loop, start, step, n: int, lane) -> None:
+    """Copy k's induction variable of `loop` is start + lane(k) * step; the real registers
+    are the last copy (so they carry the group's position to the latch)."""
+    from ..frontend.decode import Reg
+    from .emitter import I64, const
+
+    iv = Reg("i64", loop.iv, False, loop.iv)
+    for k in range(n):
+        e.copy = None if k == n - 1 else k
+        e.set(iv, e.b.add(start, e.b.mul(step, const(I64, lane(k)))), "i64")
+    e.copy = None
 
 
 def _lower_copies(e, blocks: dict, n: int, target) -> None:
