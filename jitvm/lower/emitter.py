@@ -85,6 +85,7 @@ class Emitter:
         self._ref_slots: dict[int, ir.Value] = {}
         self.copy: int | None = None  # jammed copy being lowered (None: the real registers)
         self.renamed: frozenset[int] = frozenset()
+        self.sharing = None  # lower.copy_sharing.CopySharing of the jammed region being lowered
         self._copy_files: dict[int, ir.Value] = {}
         self._copy_slots: dict[tuple[int, int], ir.Value] = {}
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
@@ -147,7 +148,13 @@ class Emitter:
         bank = bank or reg.bank
         if bank == "ref":
             return self.b.load(self.ref_slot(reg.index), typ=PTR)
-        v = self.b.load(self.slot(reg.index), typ=BANK_TYPE[bank])
+        index = reg.index
+        if self.sharing is not None and self.jam_copy is not None and index in self.renamed:
+            holder = self.sharing.read_holder(self.jam_copy, index)
+            slot = self.slot(index) if holder == self.sharing.n - 1 else self._copy_slot(holder, index)
+        else:
+            slot = self.slot(index)
+        v = self.b.load(slot, typ=BANK_TYPE[bank])
         v.align = 8 if bank in ("i64", "f64") else 4
         return v
 

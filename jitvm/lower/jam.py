@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..frontend import isa
+from .copy_sharing import P_LANE, Q_LANE, CopySharing
 from .loops import ZERO, Loop, Nest, constant_value, static_trips, written_slots
 
 FACTOR = 64  # iterations of P run together (at most; see _factor)
@@ -364,7 +365,9 @@ def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
     start, step = _group_start(e, ev, loop, u, apart, f"bb{loop.header}_jam_entry", rem_header)
     _spread_iv(e, loop, start, step, u, lambda k: k)  # copy k starts at iv + k * step
     e.b.branch(blocks[loop.header + 1])
-    _lower_copies(e, blocks, u, lambda t: jam_header if t == loop.header else blocks[t])
+    sharing = CopySharing(e, blocks, {loop.header: (P_LANE, loop.iv, loop.header + 1, None)}, loop.header, u, 1,
+                          e.mod.share_copies)
+    _lower_copies(e, blocks, u, lambda t: jam_header if t == loop.header else blocks[t], sharing)
     e.copy, e.renamed, e.jam_copy = None, frozenset(), None
 
 
@@ -402,7 +405,9 @@ def emit_outer(e, plan: JamPlan, q_header, q_rem_header, apart) -> None:
     _spread_iv(e, p, p_start, p_step, n, lambda k: k // factor)
     b.branch(target(p.header + 1))
 
-    _lower_copies(e, blocks, n, target)
+    headers = {q.header: (Q_LANE, q.iv, q.header + 1, None), p.header: (P_LANE, p.iv, p.header + 1, p.exit)}
+    sharing = CopySharing(e, blocks, headers, q.header, n, factor, e.mod.share_copies)
+    _lower_copies(e, blocks, n, target, sharing)
     e.copy, e.renamed, e.jam_copy = None, frozenset(), None
 
 
@@ -438,13 +443,16 @@ def _spread_iv(e, loop: Loop, start, step, n: int, lane) -> None:
     e.copy = None
 
 
-def _lower_copies(e, blocks: dict, n: int, target) -> None:
-    """Every block of `blocks` (VM block index -> LLVM block) with each instruction lowered
-    once per copy (the last copy is the real registers), edges per copy, branches to
+def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
+    """Every block of `blocks` (VM block index -> LLVM block) lowered for `n` copies in
+    lockstep, instruction by instruction and move by move, each by the copies that hold its
+    result (lower.copy_sharing; the last copy is the real registers); branches to
     `target(VM block index)`. A cond_br is an inner loop's header: every copy decides
     alike, copy 0 speaks."""
+    from ..frontend.decode import Reg
     from .emitter import const
-    from .ops_control import apply_remap
+    from .loops import remap_moves
+    from .ops_control import apply_move
 
     vf, b, fn = e.vf, e.b, e.fn
 
@@ -453,23 +461,49 @@ def _lower_copies(e, blocks: dict, n: int, target) -> None:
             e.copy = None if k == n - 1 else k
             e.jam_copy = k
             yield k
-        e.jam_copy = None
+        e.copy, e.jam_copy = None, None
 
+    def adopt(key, regs):
+        """The real registers take the holder's result of step `key` (the last copy)."""
+        holder = sharing.def_holder(n - 1, key)
+        for reg in regs:
+            e.copy, e.jam_copy = holder, None  # the holder's own file, as it stands after the step
+            value = e.get(reg)
+            e.copy, e.jam_copy = None, n - 1
+            e.set(reg, value)
+
+    def remap(term_idx, side, pairs):
+        for j, move in enumerate(remap_moves(pairs)):
+            sharing.now = key = ("move", term_idx, side, j)
+            for k in copies():
+                if sharing.runs(k, key):
+                    apply_move(e, *move)
+                elif k == n - 1:
+                    kind, _, dst = move
+                    adopt(key, [Reg("i64", dst.index, False, dst.index) if kind == "i64" else dst])
+
+    e.sharing = sharing
     for i in sorted(blocks):
         block = vf.blocks[i]
         b.position_at_end(blocks[i])
-        for _ in copies():
-            e.lower_instructions(range(block.first, block.last))
+        for idx in range(block.first, block.last):
+            sharing.now = idx
+            for k in copies():
+                if sharing.runs(k, idx):
+                    e.lower_instructions((idx,))
+                elif k == n - 1:
+                    adopt(idx, _results(vf.instructions[idx]))
         term = vf.instructions[block.last]
         e.pc = term.pc
         if term.op.name == "br":
-            for _ in copies():
-                apply_remap(e, term["operands"])
-            e.copy = None
+            remap(block.last, "", term["operands"])
             b.branch(target(vf.block_of_pc[term["dest_pc"]]))
         else:
+            sharing.now = ("cond", block.last)
             e.copy = 0 if n > 1 else None
-            cond = b.icmp_unsigned("!=", e.i32(term["condition"]), const(e.i32(term["condition"]).type, 0))
+            condition = e.i32(term["condition"])
+            cond = b.icmp_unsigned("!=", condition, const(condition.type, 0))
+            e.copy = None
             edges = []
             for side in ("true", "false"):
                 dest = target(vf.block_of_pc[term[f"{side}_dest_pc"]])
@@ -478,10 +512,15 @@ def _lower_copies(e, blocks: dict, n: int, target) -> None:
                     edge = fn.append_basic_block(f"bb{i}_jammed_{side}")
                     here = b.block
                     b.position_at_end(edge)
-                    for _ in copies():
-                        apply_remap(e, pairs)
+                    remap(block.last, side, pairs)
                     b.branch(dest)
                     b.position_at_end(here)
                     dest = edge
                 edges.append(dest)
             b.cbranch(cond, edges[0], edges[1])
+    e.sharing = None
+
+
+def _results(ins) -> list:
+    """The registers an instruction writes (a shareable one: its one result)."""
+    return [value for f, value in zip(ins.op.fields, ins.args) if f.kind == isa.REG and f.out]

@@ -55,11 +55,12 @@ class LoweredModule:
 class ModuleLowering:
     def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = "",
                  version_loops: bool = True, jam_loops: bool = True, affine_indices: bool = True,
-                 parallel_loops: bool = True, jam_outer: bool = True):
+                 parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True):
         self.verified = verified
         self.version_loops = version_loops  # guarded copies of loop nests without per-access checks
         self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.jam)
         self.jam_outer = jam_outer  # ... of the jammed loop's parent too: register blocking
+        self.share_copies = share_copies  # jammed copies lower a value they share once (lower.copy_sharing)
         self.blocked_nests = 0  # nests lowered register-blocked (statistics)
         self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.parallel)
         self.affine_indices = affine_indices  # their indices rebuilt from the affine form (guard.proven_index)

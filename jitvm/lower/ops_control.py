@@ -22,15 +22,20 @@ IMPORT_SIZE = layout.sizeof("Import")
 
 def apply_remap(e, pairs) -> None:
     """Copies registers in list order; an aligned (lo, hi) pair of copies moves one i64."""
-    for kind, src, dst in remap_moves(pairs):
-        if kind == "ref":
-            if src.is_ref and dst.is_ref:
-                e.retain_or_move(src, dst)
-        elif kind == "i64":
-            e.set(Reg("i64", dst.index, False, dst.index), e.get(Reg("i64", src.index, False, src.index), "i64"),
-                  "i64")
-        else:
-            e.set(dst, e.get(src, "i32"), "i32")
+    for move in remap_moves(pairs):
+        apply_move(e, *move)
+
+
+def apply_move(e, kind: str, src: Reg, dst: Reg) -> None:
+    """One move of a remap list (lower.loops.remap_moves)."""
+    if kind == "ref":
+        if src.is_ref and dst.is_ref:
+            e.retain_or_move(src, dst)
+    elif kind == "i64":
+        e.set(Reg("i64", dst.index, False, dst.index), e.get(Reg("i64", src.index, False, src.index), "i64"),
+              "i64")
+    else:
+        e.set(dst, e.get(src, "i32"), "i32")
 
 
 # The checked copy of a versioned loop nest runs only when its guard fails (it is there to
