@@ -20,9 +20,9 @@ copies the holder's result, so the headers and the code after the region find ev
 register there.
 
 Sound because the copies run in lockstep, instruction by instruction and move by move
-(lower.jam), so at every point each copy's file holds the values reaching that point, and a
-holder (a lower copy number) executes each definition before the copies it holds for. The
-jammed region is pure; its stored elements are distinct per copy and apart from what it
+(lower.jam), so at every point each copy's file holds the values reaching that point; within
+a step the highest copy goes first, so a copy reads its holder's (a lower copy's) register
+before the holder's own execution of the step overwrites it. The jammed region is pure; its stored elements are distinct per copy and apart from what it
 reads, so a load with a shared address reads memory no copy writes. Control decisions are
 shared already (copy 0 decides for all).
 """

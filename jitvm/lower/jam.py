@@ -457,19 +457,21 @@ def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
     vf, b, fn = e.vf, e.b, e.fn
 
     def copies():
-        for k in range(n):
+        # Highest first: a copy reads what its holder (a lower copy) held before the step,
+        # even where the step makes the holder's register hold another value.
+        for k in reversed(range(n)):
             e.copy = None if k == n - 1 else k
             e.jam_copy = k
             yield k
         e.copy, e.jam_copy = None, None
 
     def adopt(key, regs):
-        """The real registers take the holder's result of step `key` (the last copy)."""
+        """The real registers take the holder's result of step `key` (after every copy)."""
         holder = sharing.def_holder(n - 1, key)
         for reg in regs:
-            e.copy, e.jam_copy = holder, None  # the holder's own file, as it stands after the step
+            e.copy = holder  # the holder's own file, as it stands after the step
             value = e.get(reg)
-            e.copy, e.jam_copy = None, n - 1
+            e.copy = None
             e.set(reg, value)
 
     def remap(term_idx, side, pairs):
@@ -478,9 +480,9 @@ def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
             for k in copies():
                 if sharing.runs(k, key):
                     apply_move(e, *move)
-                elif k == n - 1:
-                    kind, _, dst = move
-                    adopt(key, [Reg("i64", dst.index, False, dst.index) if kind == "i64" else dst])
+            if not sharing.runs(n - 1, key):
+                kind, _, dst = move
+                adopt(key, [Reg("i64", dst.index, False, dst.index) if kind == "i64" else dst])
 
     e.sharing = sharing
     for i in sorted(blocks):
@@ -491,8 +493,8 @@ def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
             for k in copies():
                 if sharing.runs(k, idx):
                     e.lower_instructions((idx,))
-                elif k == n - 1:
-                    adopt(idx, _results(vf.instructions[idx]))
+            if not sharing.runs(n - 1, idx):
+                adopt(idx, _results(vf.instructions[idx]))
         term = vf.instructions[block.last]
         e.pc = term.pc
         if term.op.name == "br":
