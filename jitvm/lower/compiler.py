@@ -19,17 +19,22 @@ _load_lock = threading.Lock()
 
 
 def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int = 2,
-             slp: bool = True) -> llvm.ModuleRef:
+             slp: bool = True, context=None) -> llvm.ModuleRef:
+    """The optimized module, parsed into `context` (default: LLVM's global context)."""
     tm = targets.machine(target, codegen)
-    mod = llvm.parse_assembly(ir_text)
-    mod.triple = target.triple
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=speed)
-    pto.slp_vectorization = slp and speed >= 2  # off by default in llvmlite; it packs the jammed copies
-    pb = llvm.create_pass_builder(tm, pto)
-    pm = pb.getModulePassManager()
-    pm.run(mod, pb)
+    mod = llvm.parse_assembly(ir_text, context)
+    try:
+        mod.triple = target.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=speed)
+        pto.slp_vectorization = slp and speed >= 2  # off by default in llvmlite; it packs the jammed copies
+        pb = llvm.create_pass_builder(tm, pto)
+        pm = pb.getModulePassManager()
+        pm.run(mod, pb)
+    except BaseException:
+        mod.close()  # before its context goes
+        raise
     return mod
 
 
@@ -38,8 +43,21 @@ def emit_object(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2) -
 
 
 def build_object(ir_text: str, target: targets.Target, speed: int, codegen: int, slp: bool) -> bytes:
-    """Optimized object code for one function group (what a compile worker runs)."""
-    return emit_object(optimize(ir_text, target, speed, codegen, slp), target, codegen)
+    """Optimized object code for one function group (what a compile worker runs).
+
+    Each build has an LLVM context of its own, freed with its module: constants, types and
+    metadata otherwise pile up in the global context for the life of the process, and after
+    some 700 fuzz programs' modules in one process an optimization pass tripped an LLVM
+    assertion (Value::doRAUW)."""
+    context = llvm.create_context()
+    mod = None
+    try:
+        mod = optimize(ir_text, target, speed, codegen, slp, context)
+        return emit_object(mod, target, codegen)
+    finally:
+        if mod is not None:
+            mod.close()
+        context.close()
 
 
 def build_objects(texts: Iterable[str], count: int, target: targets.Target, speed: int, codegen: int,
