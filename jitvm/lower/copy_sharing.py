@@ -14,7 +14,8 @@ edges and the induction variables the jam spreads at its headers; definitions me
 use form one web, and each web gets a *taint*, the lanes (P, Q) its value can depend on
 (the least fixpoint; anything not understood depends on every lane). Copy k's value of a
 web lives in the register file of its *holder*, the copy with k's lanes in the taint and
-lane 0 elsewhere, and only holders execute the definitions. The last copy is the real
+lane 0 elsewhere (except values of P's lanes alone, which every copy keeps: see holder_of),
+and only holders execute the definitions. The last copy is the real
 register file: it reads like the others, and where it does not execute a definition it
 copies the holder's result, so the headers and the code after the region find every
 register there.
@@ -230,7 +231,10 @@ class CopySharing:
 
     def holder_of(self, k: int, bits: int) -> int:
         """The copy whose file holds copy k's value of something depending on lanes `bits`."""
-        if bits == ALL_LANES:
+        if bits == ALL_LANES or bits == P_LANE:
+            # Values of P's lanes alone (a matmul's right-hand row) stay with every copy:
+            # shared across Q's lanes, SLP packed the 16 columns of one ResNet kernel
+            # (4x2048x512) as 8 + 4 + 2 + 1 + 1 and spilled, 3x slower; LLVM merges them.
             return k
         f = self.factor
         return ((k // f) * f if bits & P_LANE else 0) + (k % f if bits & Q_LANE else 0)
