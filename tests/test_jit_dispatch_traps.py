@@ -117,15 +117,19 @@ def test_small_grids_run_on_the_calling_thread(entry):
     fn, _keep = entry
     runner = NativeDispatchRunner(2)
     used = []
-    for spin in (0, 0, 0, 0, *[10 * SPIN] * 5):
+    small = 8
+    for spin in (*[0] * small, *[10 * SPIN] * 5):
         out = np.zeros(2 * COUNT, np.int32)
         runner.run(_dispatch(fn, out, -1, -1, spin))
         assert (out[:COUNT] == np.arange(1, COUNT + 1)).all()
         used.append(runner.last_threads)
     # The first run uses both threads (unmeasured: cold), the second measures two, the third
-    # one; a few microseconds of work then stay on one thread; once ~60 ms of work per run
-    # is measured, two threads again.
-    assert used[:4] == [2, 2, 1, 1] and 2 in used[-3:], used
+    # one; a few microseconds of work then stay on one thread (in most runs: on this noisy VM
+    # a preempted one-thread measurement can pick two for a while; CI failed on [2, 2, 1, 2]);
+    # once ~60 ms of work per run is measured, two threads again.
+    assert used[:3] == [2, 2, 1], used
+    assert used[3:small].count(1) >= 3, used
+    assert 2 in used[-3:], used
 
 
 def _pool_threads(runner) -> int:
