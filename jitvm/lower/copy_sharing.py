@@ -31,15 +31,17 @@ shared already (copy 0 decides for all).
 from __future__ import annotations
 
 from ..frontend import isa
-from .loops import remap_moves
+from .loops import instruction_writes, remap_moves
 
 P_LANE, Q_LANE = 1, 2
 ALL_LANES = P_LANE | Q_LANE
 
-# Instruction families whose single register result is a function of their register
-# operands (and, for proven loads, of memory the region does not write).
-_SHAREABLE = {"unary", "binary", "ternary", "shift", "select", "unary_cmp", "binary_cmp", "conversion",
-              "const", "zero", "buffer_load"}
+# Op families that only compute a register result from register operands (lower.jam allows
+# them in a jammed region, integer division excepted).
+REGISTER_FAMILIES = frozenset({"unary", "binary", "ternary", "shift", "select", "unary_cmp", "binary_cmp",
+                               "conversion", "const", "zero"})
+# ... and whose result may be shared: those, and proven loads (of memory the region does not write).
+_SHAREABLE = REGISTER_FAMILIES | {"buffer_load"}
 
 
 def _slots(reg) -> tuple[int, ...]:
@@ -60,25 +62,23 @@ class _Step:
 
 def _instruction_step(vf, idx: int, unchecked, nest_loops) -> _Step:
     ins = vf.instructions[idx]
-    reads, writes, pairs, outputs = [], [], [], 0
+    written: set[int] = set()
+    instruction_writes(vf, idx, written, set())
+    reads, pairs, results = [], [], 0
     for f, value in zip(ins.op.fields, ins.args):
-        if f.kind == isa.REG and not value.is_ref:
-            slots = _slots(value)
-            (writes if f.out else reads).extend(slots)
-            outputs += 1 if f.out else 0
-            if len(slots) == 2:
-                pairs.append(slots)
-        elif f.kind in (isa.REGS, isa.REMAP, isa.CASES):
-            outputs += 2  # never shared
-            if f.kind == isa.REGS:
-                for r in value:
-                    if not r.is_ref:
-                        (writes if f.out else reads).extend((r.index, r.index + 1) if f.out else _slots(r))
-            else:
-                moves = value if f.kind == isa.REMAP else [m for _, ms in value for m in ms]
-                for src, dst in moves:
-                    reads.extend(() if src.is_ref else (src.index,))
-                    writes.extend(() if dst.is_ref else (dst.index,))
+        regs = [value] if f.kind == isa.REG else list(value) if f.kind == isa.REGS else []
+        if f.kind in (isa.REMAP, isa.CASES):
+            moves = value if f.kind == isa.REMAP else [m for _, ms in value for m in ms]
+            regs = [src for src, _ in moves]
+        for r in regs:
+            if r.is_ref:
+                continue
+            if f.kind == isa.REG and r.bank in ("i64", "f64"):
+                pairs.append(_slots(r))
+            if f.kind == isa.REG and f.out:
+                results += 1
+            elif not f.out:
+                reads.extend(_slots(r))
     access = unchecked.get(idx)
     if access is not None:  # a proven access rebuilds its index from the loops' ivs (guard.proven_index)
         for loop_id in access.loops:
@@ -86,7 +86,7 @@ def _instruction_step(vf, idx: int, unchecked, nest_loops) -> _Step:
                 iv = nest_loops[loop_id].iv
                 reads.extend((iv, iv + 1))
                 pairs.append((iv, iv + 1))
-    return _Step(idx, reads, writes, pairs, ins.op.family in _SHAREABLE and outputs == 1)
+    return _Step(idx, reads, sorted(written), pairs, ins.op.family in _SHAREABLE and results == 1)
 
 
 def _move_steps(term_idx: int, side: str, pairs) -> list[_Step]:
@@ -117,6 +117,7 @@ class CopySharing:
         self.now = None  # key of the step being lowered
         self._def_taint: dict = {}  # step key -> taint of what it defines
         self._use_taint: dict = {}  # (step key, slot) -> taint of the value read there
+        self._reach_at = None  # step key -> slot -> defining steps (when analysed)
         if enabled:
             self._analyse(e.vf, blocks, headers, entry, e.unchecked, e.nest_loops)
 
@@ -249,10 +250,9 @@ class CopySharing:
     def _unlisted_read(self, slot: int) -> int:
         """A read the analysis did not list (none known today): the taint of the one web
         reaching here, or every lane (own file) when nothing was analysed."""
-        reach = getattr(self, "_reach_at", None)
-        if reach is None:
+        if self._reach_at is None:
             return ALL_LANES
-        defs = reach.get(self.now, {}).get(slot, ())
+        defs = self._reach_at.get(self.now, {}).get(slot, ())
         webs = {self._find(d) for d in defs}
         if len(webs) > 1:
             from .emitter import LoweringError

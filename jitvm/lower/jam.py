@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..frontend import isa
-from .copy_sharing import P_LANE, Q_LANE, CopySharing
+from .copy_sharing import P_LANE, Q_LANE, REGISTER_FAMILIES, CopySharing
 from .loops import ZERO, Loop, Nest, constant_value, static_trips, written_slots
 
 FACTOR = 64  # iterations of P run together (at most; see _factor)
@@ -34,8 +34,7 @@ COPY_BUDGET = 3200  # instructions of P's region times the factor
 
 # Op families the jammed region may contain besides proven buffer accesses: they cannot
 # trap and touch registers only.
-_PURE_FAMILIES = {"unary", "binary", "ternary", "shift", "select", "unary_cmp", "binary_cmp", "conversion",
-                  "const", "zero", "block", "branch", "cond_branch"}
+_PURE_FAMILIES = REGISTER_FAMILIES | {"block", "branch", "cond_branch"}
 _TRAPPING = ("div.", "rem.i")  # integer division and remainder trap on zero
 
 
