@@ -114,12 +114,17 @@ def test_every_workgroup_runs_once(entry, threads):
 
 def test_small_grids_run_on_the_calling_thread(entry):
     """Threads are used while a grid's measured cost is worth it, whatever the history."""
+    import time
+
     fn, _keep = entry
     runner = NativeDispatchRunner(2)
     used = []
     small = 8
     for spin in (*[0] * small, *[10 * SPIN] * 5):
         out = np.zeros(2 * COUNT, np.int32)
+        # Longer than the pool spins: its thread sleeps, and waking it costs more than a few
+        # microseconds of work (spinning, it would take such a grid nearly for free).
+        time.sleep(0.002)
         runner.run(_dispatch(fn, out, -1, -1, spin))
         assert (out[:COUNT] == np.arange(1, COUNT + 1)).all()
         used.append(runner.last_threads)
@@ -185,7 +190,7 @@ def test_a_parked_pool_thread_does_not_hold_a_dispatch_up(entry):
 
     fn, _keep = entry
     runner = NativeDispatchRunner(2)
-    runner._threads_for = lambda fn, total: 2
+    runner.force_threads = 2
     serial = NativeDispatchRunner(1)
 
     def timed(r) -> float:

@@ -27,13 +27,15 @@ def _results(module, function, args):
 def workgroups_per_thread(monkeypatch):
     """Records, per dispatch, how many threads the native runner split the grid over."""
     seen = []
-    real = dispatch.NativeDispatchRunner.run
+    real = dispatch.NativeDispatchRunner.run_sequence
 
-    def run(self, d):
-        real(self, d)
-        seen.append(self.last_threads)
+    def run_sequence(self, seq, bases):
+        try:
+            real(self, seq, bases)
+        finally:
+            seen.extend(n for n in seq.threads_used() if n)
 
-    monkeypatch.setattr(dispatch.NativeDispatchRunner, "run", run)
+    monkeypatch.setattr(dispatch.NativeDispatchRunner, "run_sequence", run_sequence)
     return seen
 
 

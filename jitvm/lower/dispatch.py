@@ -1,9 +1,11 @@
 """Workgroups in native code on all cores: the JIT's DispatchRunner for the HAL.
 
 Native workers walk the workgroup grid (`workers.py`): the calling thread and a pool of
-native threads parked between dispatches, each with its own workgroup-local memory. Per
-entry function, the runner measures both ways (all threads, the calling thread alone) and
-keeps the faster: for small grids waking the pool costs more than the work.
+native threads parked between dispatches, each with its own workgroup-local memory. A
+dispatch runs as a native sequence of steps (`replay.py`): one step for a dispatch from
+Python, a whole run of a command buffer's dispatches at once when the HAL prepares them.
+Per entry function the sequence measures both ways (all threads, the calling thread alone)
+and keeps the faster: for small grids waking the pool costs more than the work.
 
 Traps stay deterministic whatever the thread count: a failing worker stops the others
 from claiming more work, and a claimed run is finished unless it fails itself; every index
@@ -15,18 +17,14 @@ from __future__ import annotations
 
 import ctypes
 import os
-import time
 
 from ..runtime import traps
 from ..runtime.bytecode import describe_frame
-from ..runtime.layout import TrapT
 from ..runtime.native.hal import fpu
-from ..runtime.native.hal.dispatch import Dispatch, SerialDispatchRunner
-from . import workers
+from ..runtime.native.hal.dispatch import Dispatch, PreparedDispatch, PreparedFill, SerialDispatchRunner
+from . import replay, workers
 
-RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
-SERIAL_MARGIN = 0.8  # the calling thread alone must be this much faster per workgroup to win
-REPROBE = 32  # every this many runs of an entry, the way not chosen is measured again
+SPARE_SEQUENCES = 4  # one-step sequences kept for Python dispatches (one per concurrent caller)
 
 
 def default_threads() -> int:
@@ -44,12 +42,15 @@ class NativeDispatchRunner:
 
     def __init__(self, threads: int | None = None):
         self.threads = threads or default_threads()
+        self.force_threads = 0  # nonzero: every grid runs on this many threads (tests)
+        self.flush = fpu.flush_bits()
         self._pool = None  # started on the first dispatch that uses it
         self._serial = SerialDispatchRunner()
-        self._cost: dict[int, dict] = {}  # entry -> {threads used: s per workgroup, "runs": n}
+        self._costs: dict[int, replay.CostT] = {}  # entry fn -> its measured cost
+        self._spare: list[replay.Sequence] = []
         self.last_threads = 0  # how many threads the last dispatch ran on
         self._targets: dict[int, tuple] = {}  # id(entry) -> (entry, (fn, ctx) or None)
-        self._flush = fpu.flush_bits()
+        self._no_helpers = (None, None)
 
     def pool(self) -> workers.NativePool | None:
         if self._pool is None and self.threads > 1 and workers.native().pooled:
@@ -68,32 +69,20 @@ class NativeDispatchRunner:
             self._pool.close()
             self._pool = None
 
-    def _threads_for(self, fn: int, total: int) -> int:
-        """All threads or the calling thread alone, whichever this entry's runs found faster
-        per workgroup (waking the pool costs more than a small grid's work). The first run
-        (cold caches) is not measured; then both ways are measured, the calling thread is
-        kept only when clearly faster, and every REPROBE-th run measures the other way again."""
-        n = min(self.threads, total)
-        if n <= 1:
-            return n
-        seen = self._cost.setdefault(fn, {"runs": 0})
-        seen["runs"] += 1
-        if seen["runs"] == 1 or n not in seen:
-            return n
-        if 1 not in seen:
-            return 1
-        best = 1 if seen[1] < SERIAL_MARGIN * seen[n] else n
-        if seen["runs"] % REPROBE == 0:
-            return n if best == 1 else 1
-        return best
+    # --- what sequences need ------------------------------------------------------------
 
-    def _record(self, fn: int, seconds: float, threads: int, total: int) -> None:
-        seen = self._cost.setdefault(fn, {"runs": 1})
-        if seen["runs"] <= 1 and threads > 1:
-            return  # the first run: caches and pages were cold
-        per_workgroup = seconds / total
-        old = seen.get(threads)
-        seen[threads] = per_workgroup if old is None else 0.25 * old + 0.75 * per_workgroup
+    def cost_address(self, fn: int) -> int:
+        cost = self._costs.get(fn)
+        if cost is None:
+            cost = self._costs.setdefault(fn, replay.CostT())
+        return ctypes.addressof(cost)
+
+    def helper_locals(self, size: int):
+        pool = self.pool()
+        if pool is None:
+            return self._no_helpers
+        objs, data = pool.helper_locals(size)
+        return ctypes.addressof(objs), ctypes.addressof(data)
 
     def _native_target(self, entry) -> tuple[int, int] | None:
         """(fn, ctx) of a JIT-compiled entry the native loop may run, or None: an interpreted
@@ -110,50 +99,64 @@ class NativeDispatchRunner:
         self._targets[id(entry)] = (entry, native)  # holding `entry` keeps its id unique
         return native
 
+    # --- running --------------------------------------------------------------------------
+
     def run(self, dispatch: Dispatch) -> None:
         target = self._native_target(dispatch.entry)
         if target is None:
             return self._serial.run(dispatch)
-        fn, ctx = target
         cx, cy, cz = dispatch.workgroup_count
-        total = cx * cy * cz
-        if total == 0:
+        if cx * cy * cz == 0:
             return
-        flush = self._flush
-        n = self._threads_for(fn, total)
-        pool = self.pool() if n > 1 else None
-        n = n if pool is not None else 1
-        chunk = max(1, total // (n * RUNS_PER_THREAD)) if n > 1 else total
-        records = [TrapT() for _ in range(n)]
-        consts, bindings, local = dispatch.constants.addr, dispatch.bindings.addr, dispatch.local_memory.addr
-        start = time.perf_counter()
-        shares = pool.run(fn, ctx, consts, bindings, (cx, cy, cz), n, chunk, flush,
-                          local, dispatch.local_memory.length, [ctypes.addressof(r) for r in records]) \
-            if pool is not None else None
-        if shares is None:
-            # One thread walks the grid; the idle pool is lent to the kernels' split loops.
-            lender = self.pool() if self.threads > 1 else None
-            records[0].pool = lender.lend(flush) if lender is not None else 0
-            counter, stop, failed = ctypes.c_uint64(0), ctypes.c_int32(0), ctypes.c_uint64(0)
-            try:
-                status = workers.native().grid(
-                    fn, ctx, local, consts, bindings, cx, cy, cz, ctypes.addressof(counter), total,
-                    ctypes.addressof(stop), ctypes.addressof(records[0]), ctypes.addressof(failed), flush, chunk)
-            finally:
-                if records[0].pool:
-                    lender.give_back()
-            shares = [(status, failed.value)]
-            n = 1
-        failures = [(index, k) for k, (status, index) in enumerate(shares) if status]
-        if not failures:
-            self._record(fn, time.perf_counter() - start, n, total)
-        self.last_threads = n
-        if failures:
-            _, k = min(failures)
-            for j, (status, _index) in enumerate(shares):  # drop the other workers' parked exceptions
-                if j != k and status:
-                    traps.take_exception(records[j], describe_frame)
-            raise traps.take_exception(records[k], describe_frame)
+        seq = self._spare.pop() if self._spare else replay.Sequence(self, 1)
+        try:
+            seq.set_step(0, target, dispatch.constants.addr, dispatch.bindings.addr, dispatch.local_memory,
+                         (cx, cy, cz))
+            self.run_sequence(seq, None)
+        finally:
+            if len(self._spare) < SPARE_SEQUENCES:
+                self._spare.append(seq)
+
+    def prepare(self, steps: list[PreparedDispatch | PreparedFill]) -> replay.Sequence | None:
+        """The dispatches and fills as one native sequence, or None if a dispatch is not native."""
+        targets = [self._native_target(d.entry) if isinstance(d, PreparedDispatch) else None for d in steps]
+        if any(t is None for d, t in zip(steps, targets) if isinstance(d, PreparedDispatch)):
+            return None
+        seq = replay.Sequence(self, len(steps), keep=steps)
+        for i, (d, target) in enumerate(zip(steps, targets)):
+            if isinstance(d, PreparedFill):
+                seq.set_fill(i, d.target, d.pattern, d.pattern_length)
+            else:
+                seq.set_step(i, target, d.constants.addr, d.bindings.addr, d.local_memory, d.workgroup_count,
+                             d.views)
+        return seq
+
+    def run_sequence(self, seq: replay.Sequence, bases) -> None:
+        """Runs `seq`'s steps with the pool held (or on this thread alone when it is busy)."""
+        pool = self.pool()
+        held = pool.hold() if pool is not None else 0
+        seq.struct.force = self.force_threads
+        try:
+            status = workers.native().run_steps(seq.address, bases, held)
+        finally:
+            if held:
+                pool.give_back()
+        self.last_threads = seq.struct.last_threads
+        if status:
+            raise _failure(seq)
+
+
+def _failure(seq: replay.Sequence) -> BaseException:
+    """The failing step's exception: the share holding the lowest failing workgroup, the one
+    a serial loop reports (the other shares' parked exceptions are dropped)."""
+    n = max(1, seq.struct.last_threads)
+    failures = [(seq.failed[k], k) for k in range(n) if seq.statuses[k]]
+    _, k = min(failures)
+    for j in range(n):
+        if j != k and seq.statuses[j]:
+            traps.take_exception(seq.records[j], describe_frame)
+        seq.statuses[j] = 0
+    return traps.take_exception(seq.records[k], describe_frame)
 
 
 def writes_globals(instance) -> bool:

@@ -55,6 +55,19 @@ entry:
 
 declare i64 @jv_fpu_get()
 declare void @jv_fpu_set(i64)
+declare i32 @clock_gettime(i32, ptr)
+
+define internal i64 @now_ns() {
+entry:
+  %ts = alloca [2 x i64], align 8
+  call i32 @clock_gettime(i32 1, ptr %ts)
+  %s = load i64, ptr %ts
+  %pn = getelementptr i64, ptr %ts, i64 1
+  %n = load i64, ptr %pn
+  %sn = mul i64 %s, 1000000000
+  %t = add i64 %sn, %n
+  ret i64 %t
+}
 
 define i32 @jv_dispatch_worker(ptr %fn, ptr %ctx, ptr %local, ptr %consts, ptr %bindings,
                                i32 %cx, i32 %cy, i32 %cz, ptr %next, i64 %total, ptr %stop,
@@ -177,25 +190,10 @@ SPLIT_MIN_WORK = 1 << 22
 def _pool_ir(futex: int, pause: tuple[str, str]) -> str:
     RUNS_PER_SHARE = 4  # noqa: N806 (a split loop is claimed in about this many chunks per thread)
     GATE_LAST = GATE_CLOSED + 1  # noqa: N806 (the value before the last thread inside leaves)
-    off = {name: getattr(PoolT, name).offset for name, _ in PoolT._fields_}
-    fields = "\n".join(f"  %f.{name} = getelementptr inbounds i8, ptr %pool, i64 {off[name]}"
-                       for name in off)
+    fields = pool_fields("pool", "f")
     return f"""
 {pause[0]}
-declare i32 @clock_gettime(i32, ptr)
 declare i64 @syscall(i64, ...)
-
-define internal i64 @now_ns() {{
-entry:
-  %ts = alloca [2 x i64], align 8
-  call i32 @clock_gettime(i32 1, ptr %ts)
-  %s = load i64, ptr %ts
-  %pn = getelementptr i64, ptr %ts, i64 1
-  %n = load i64, ptr %pn
-  %sn = mul i64 %s, 1000000000
-  %t = add i64 %sn, %n
-  ret i64 %t
-}}
 
 ; Waits until *%word differs from %old and returns it: spins for %spin_ns, then sleeps on
 ; the futex (counted in *%sleepers, so a waker knows it must make the system call).
@@ -466,8 +464,8 @@ entry:
 """
 
 
-# Without a pool (hosts without futex support here) no invocation is lent one, so split
-# loops are never entered; the symbol still has to link.
+# Without a pool (hosts without futex support here) no invocation is lent one and no
+# sequence posts one, so split loops and pool runs are never entered; the symbols still link.
 _SERIAL_SPLIT_IR = """
 define void @jv_parallel_for(ptr %pool, ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound,
                              i64 %step, ptr %trap) {
@@ -475,14 +473,25 @@ entry:
   call void @run_alone(ptr %body, ptr %state, ptr %env, i64 %start, i64 %bound, ptr %trap)
   ret void
 }
+
+define void @jv_pool_run(ptr %pool) {
+entry:
+  ret void
+}
 """
+
+
+def pool_fields(var: str, prefix: str) -> str:
+    """IR getting a pointer %<prefix>.<field> to every PoolT field of the state at %var."""
+    return "\n".join(f"  %{prefix}.{name} = getelementptr inbounds i8, ptr %{var}, i64 {getattr(PoolT, name).offset}"
+                     for name, _ in PoolT._fields_)
 
 GRID_WORKER = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
     ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p,
     ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64)
 _POOL_THREAD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32)
-_POOL_CALL = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+RUN_STEPS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _POOL_SHUTDOWN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
@@ -497,11 +506,14 @@ class _Native:
             llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
         arch = platform.machine()
         self.pooled = arch in _FUTEX and targets.host().triple.split("-")[0] in _PAUSE
+        from . import replay
+
         text = _GRID_IR
         if self.pooled:
             text += _pool_ir(_FUTEX[arch], _PAUSE[targets.host().triple.split("-")[0]])
         else:
             text += _SERIAL_SPLIT_IR
+        text += replay.ir(pool_fields)
         mod = llvm.parse_assembly(text)
         mod.triple = targets.host().triple
         mod.verify()
@@ -509,10 +521,10 @@ class _Native:
         self.engine.finalize_object()
         address = self.engine.get_function_address
         self.grid = GRID_WORKER(address("jv_dispatch_worker"))
+        self.run_steps = RUN_STEPS(address("jv_run_steps"))
         llvm.add_symbol("jv_parallel_for", address("jv_parallel_for"))  # called by split loops
         if self.pooled:
             self.thread = _POOL_THREAD(address("jv_pool_thread"))
-            self.run = _POOL_CALL(address("jv_pool_run"))
             self.shutdown = _POOL_SHUTDOWN(address("jv_pool_shutdown"))
 
 
@@ -529,9 +541,10 @@ def native() -> _Native:
 
 
 class NativePool:
-    """`helpers` native threads plus the calling thread; `run` posts one dispatch to them.
+    """`helpers` native threads plus the calling thread; native sequences (lower.replay) post
+    dispatches to them.
 
-    One dispatch at a time (a lock); the threads end when the pool is closed or collected."""
+    One holder at a time (a lock); the threads end when the pool is closed or collected."""
 
     def __init__(self, helpers: int):
         self.helpers = helpers
@@ -540,10 +553,7 @@ class NativePool:
         self.state = PoolT(spin_ns=SPIN_NS, split_min_work=SPLIT_MIN_WORK)
         self._lock = threading.Lock()
         self._threads = []
-        n = self.shares  # per-share arguments of a run, reused under the lock
-        self._arrays = ((ctypes.c_void_p * n)(), (ctypes.c_void_p * n)(), (ctypes.c_uint64 * n)(),
-                        (ctypes.c_int32 * n)())
-        self._locals: dict[int, list[VmBuffer]] = {}  # by size: local memory of the helper threads
+        self._locals: dict[int, tuple] = {}  # by size: local memory of the helper threads
         address = ctypes.addressof(self.state)
         for k in range(1, self.shares):
             t = threading.Thread(target=self._native.thread, args=(address, k, 0), daemon=True,
@@ -552,44 +562,24 @@ class NativePool:
             self._threads.append(t)
         self._finalizer = weakref.finalize(self, _stop, self._native, self.state, self._threads)
 
-    def run(self, fn: int, ctx: int, consts: int, bindings: int, grid: tuple[int, int, int],
-            shares: int, chunk: int, flush: int, local: int, local_size: int, trap_addrs: list[int]):
-        """Runs the grid on `shares` threads (the calling one included, with local memory
-        `local`; the pool's threads get zeroed memory of `local_size` bytes of their own);
-        returns per share (status, lowest failing workgroup index), or None when the pool is
-        busy (lent to a split loop up the stack, or in use by another thread): the caller
-        runs it alone."""
-        if not self._lock.acquire(blocking=False):
-            return None
-        try:
-            locs, traps, failed, statuses = self._arrays
-            locs[0] = local
-            for k, addr in enumerate(self._helper_locals(local_size, shares - 1), 1):
-                locs[k] = addr
-            for k in range(self.shares):
-                traps[k] = trap_addrs[k] if k < len(trap_addrs) else 0
-                failed[k] = statuses[k] = 0
-            s = self.state
-            s.fn, s.ctx, s.consts, s.bindings = fn, ctx, consts, bindings
-            s.cx, s.cy, s.cz = grid
-            s.stop, s.next, s.total = 0, 0, grid[0] * grid[1] * grid[2]
-            s.flush, s.chunk, s.threads, s.kind = flush, chunk, shares, 0
-            s.locals, s.traps = ctypes.addressof(locs), ctypes.addressof(traps)
-            s.failed, s.statuses = ctypes.addressof(failed), ctypes.addressof(statuses)
-            self._native.run(ctypes.addressof(s))
-            return [(statuses[k], failed[k]) for k in range(shares)]
-        finally:
-            self._lock.release()
+    def hold(self) -> int:
+        """The pool's address for a sequence of dispatches (lower.replay) to post to or lend
+        to split loops, or 0 when the pool is busy (lent to a split loop up the stack, or in
+        use by another thread): the sequence then runs on the calling thread alone.
+        `give_back` when it ends."""
+        return ctypes.addressof(self.state) if self._lock.acquire(blocking=False) else 0
 
-    def _helper_locals(self, size: int, helpers: int) -> list[int]:
-        """The helper threads' workgroup-local memory, zeroed as fresh memory (under the lock)."""
-        bufs = self._locals.get(size)
-        if bufs is None:
-            bufs = self._locals[size] = [VmBuffer.allocate(size) for _ in range(self.helpers)]
-        elif size:
-            for b in bufs[:helpers]:
-                ctypes.memset(b.data_address, 0, size)
-        return [b.addr for b in bufs[:helpers]]
+    def helper_locals(self, size: int) -> tuple[ctypes.Array, ctypes.Array]:
+        """Workgroup-local memory of `size` bytes for each helper thread: (vm.buffer objects,
+        their data addresses); native code zeroes it before each dispatch that uses it."""
+        pair = self._locals.get(size)
+        if pair is None:
+            bufs = [VmBuffer.allocate(size) for _ in range(self.helpers)]
+            n = max(1, self.helpers)
+            pair = (bufs, (ctypes.c_void_p * n)(*[b.addr for b in bufs]),
+                    (ctypes.c_void_p * n)(*[b.data_address for b in bufs]))
+            self._locals[size] = pair
+        return pair[1], pair[2]
 
     def lend(self, flush: int) -> int:
         """The pool's address for split loops of a dispatch running on the calling thread

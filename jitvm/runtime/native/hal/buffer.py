@@ -128,22 +128,29 @@ class HalBuffer(NativeObject):
         dst[:] = data
 
     def fill(self, offset: int, length: int, pattern: int, pattern_length: int) -> None:
+        target = self.fill_range(offset, length, pattern_length)
+        if target is None:
+            return
+        address, n = target
+        unit = struct.pack("<Q", pattern & 0xFFFFFFFFFFFFFFFF)[:pattern_length]
+        if unit.count(unit[0]) == pattern_length:  # one repeated byte (zero fills): memset
+            ctypes.memset(address, unit[0], n)
+            return
+        dtype = _FILL_DTYPES[pattern_length]
+        np.frombuffer((ctypes.c_uint8 * n).from_address(address), dtype=dtype)[:] = np.frombuffer(unit, dtype)[0]
+
+    def fill_range(self, offset: int, length: int, pattern_length: int) -> tuple[int, int] | None:
+        """(address, length) a fill writes, checked as IREE checks it; None: nothing to fill."""
         if pattern_length not in (1, 2, 4, 8):
             raise hal_error("INVALID_ARGUMENT", f"fill patterns must be 1, 2, 4 or 8 bytes (got {pattern_length})")
         if length == 0:
-            return
+            return None
         absolute, adjusted = calculate_range(0, self.byte_length, offset, length)
         if absolute % pattern_length or adjusted % pattern_length:
             raise hal_error("INVALID_ARGUMENT",
                             f"attempting to fill a range with {pattern_length} byte values that is not aligned "
                             f"(offset={absolute}, length={adjusted})")
-        unit = struct.pack("<Q", pattern & 0xFFFFFFFFFFFFFFFF)[:pattern_length]
-        if unit.count(unit[0]) == pattern_length:  # one repeated byte (zero fills): memset
-            address, n = self.map_range(absolute, adjusted, t.ACCESS_WRITE)
-            ctypes.memset(address, unit[0], n)
-            return
-        dtype = _FILL_DTYPES[pattern_length]
-        np.frombuffer(self.view(absolute, adjusted, t.ACCESS_WRITE), dtype=dtype)[:] = np.frombuffer(unit, dtype)[0]
+        return self.map_range(absolute, adjusted, t.ACCESS_WRITE)
 
 
 def ranges_overlap(a: HalBuffer, a_offset: int, b: HalBuffer, b_offset: int, length: int) -> bool:

@@ -3,13 +3,15 @@
 Buffer operands are either direct (a buffer) or indirect (a slot of the binding table given
 at execution), resolved with IREE's rules, so reusable command buffers (the compiler
 memoizes them across calls) see each call's buffers. Execution is sequential, which makes
-barriers no-ops: every command completes before the next one starts.
+barriers no-ops: every command completes before the next one starts. Runs of dispatches
+are replayed in one native call when the runner can (hal.prepared).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ....errors import Error
 from ... import layout
 from ...objects import NativeObject, Ref, VmBuffer
 from . import types as t
@@ -18,6 +20,7 @@ from .dispatch import Dispatch
 from .dispatch_args import SPARE_SETS, DispatchArgs
 from .errors import hal_error, own
 from .executable import HalExecutable, pack_constants
+from .prepared import segments
 
 
 @dataclass(frozen=True)
@@ -98,8 +101,24 @@ class DispatchCommand:
 
     def __post_init__(self):
         # Recorded constants never change and kernels cannot write them: one buffer for every run.
-        object.__setattr__(self, "_constant_buffer", VmBuffer.from_bytes(pack_constants(self.constants),
-                                                                         access=layout.BUFFER_ORIGIN_HOST))
+        object.__setattr__(self, "constant_buffer", VmBuffer.from_bytes(pack_constants(self.constants),
+                                                                        access=layout.BUFFER_ORIGIN_HOST))
+
+    def replay_runner(self):
+        """The runner that may replay this dispatch natively (hal.prepared), or None: an
+        indirect grid, custom arguments, counts the entry does not expect (Python raises
+        those errors) or a runner without native replay."""
+        if self.workgroup_count is None or \
+                self.flags & (t.DISPATCH_FLAG_CUSTOM_DIRECT_ARGUMENTS | t.DISPATCH_FLAG_CUSTOM_INDIRECT_ARGUMENTS):
+            return None
+        exe: HalExecutable = self.executable.payload
+        try:
+            entry = exe.entry(self.function_id)
+        except Error:
+            return None
+        if len(self.constants) != entry.constant_count or len(self.bindings) != entry.binding_count:
+            return None
+        return exe.runner if callable(getattr(exe.runner, "prepare", None)) else None
 
     def execute(self, table, device) -> None:
         exe: HalExecutable = self.executable.payload
@@ -127,7 +146,7 @@ class DispatchCommand:
             if 0 in count:
                 return
             args.prepare_local()
-            exe.runner.run(Dispatch(entry.function, count, (1, 1, 1), args.local, self._constant_buffer,
+            exe.runner.run(Dispatch(entry.function, count, (1, 1, 1), args.local, self.constant_buffer,
                                     args.list))
         finally:
             if args.finish() and len(self._spare) < SPARE_SETS:
@@ -150,6 +169,7 @@ class HalCommandBuffer(NativeObject):
         self.recording = True  # hal.command_buffer.create returns it already begun
         self.debug_groups: list[str] = []
         self.submissions = 0
+        self._parts = None  # once finalized: the commands, runs of dispatches as hal.prepared segments
 
     def record(self, command) -> None:
         if not self.recording:
@@ -177,5 +197,7 @@ class HalCommandBuffer(NativeObject):
             raise hal_error("INVALID_ARGUMENT", f"binding table has {len(table)} bindings but the command buffer "
                                                 f"needs {self.binding_capacity}")
         self.submissions += 1
-        for command in self.commands:
-            command.execute(table, device)
+        if self._parts is None:
+            self._parts = segments(self.commands)
+        for part in self._parts:
+            part.execute(table, device)

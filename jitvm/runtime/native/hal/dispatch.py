@@ -41,9 +41,40 @@ class Dispatch:
         return x * y * z
 
 
+@dataclass(frozen=True)
+class PreparedDispatch:
+    """A recorded dispatch with arguments of its own, to be replayed without Python per run.
+
+    `views`: per binding, (the vm.buffer view's address, table slot index or -1, offset from
+    that slot's base address (or the address itself for -1), length, access bits)."""
+
+    entry: Function
+    workgroup_count: tuple[int, int, int]
+    constants: VmBuffer
+    local_memory: VmBuffer
+    bindings: VmList
+    views: tuple[tuple[int, int, int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class PreparedFill:
+    """A recorded fill between prepared dispatches: `target` is (slot index or -1, offset or
+    address, length) as a view's, of a checked range; the pattern is 1, 2, 4 or 8 bytes."""
+
+    target: tuple[int, int, int]
+    pattern: int
+    pattern_length: int
+
+
 class DispatchRunner(Protocol):
     def run(self, dispatch: Dispatch) -> None:
         """Calls `dispatch.entry` for every workgroup id in the grid; raises jitvm.Trap."""
+
+    # Optional: runners that can replay dispatches natively also offer
+    # prepare(steps: list[PreparedDispatch | PreparedFill]) -> a sequence, or None when they cannot;
+    # sequence.run(bases) runs them all (bases: a ctypes u64 array, the address of each
+    # table slot's first byte) and raises jitvm.Trap; sequence.touched() lists the steps
+    # whose kernels kept or changed their arguments.
 
 
 class SerialDispatchRunner:

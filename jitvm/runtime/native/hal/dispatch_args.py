@@ -24,6 +24,11 @@ _VIEW_REFS = 2  # a view is held by its Python wrapper and by the list
 SPARE_SETS = 2  # kept per recorded dispatch: concurrent executions beyond it build their own
 
 
+def view_access(mutable: bool) -> int:
+    """A binding view's access bits: host-origin memory, writable when the buffer allows it."""
+    return _HOST | layout.BUFFER_MUTABLE if mutable else _HOST
+
+
 class DispatchArgs:
     """Binding views in a list, and zeroed local memory, for one dispatch at a time."""
 
@@ -49,7 +54,7 @@ class DispatchArgs:
         alive for the run."""
         s = self.structs[index]
         s.data, s.length = address, length
-        s.access = _HOST | layout.BUFFER_MUTABLE if mutable else _HOST
+        s.access = view_access(mutable)
         self._origins[index] = origin
 
     def prepare_local(self) -> None:

@@ -154,6 +154,8 @@ class CommandExports:
 class _Barrier:
     """Execution and memory barriers: commands already run in order on this device."""
 
+    no_op = True  # replay skips it (hal.prepared)
+
     def execute(self, table, device) -> None:
         pass
 
