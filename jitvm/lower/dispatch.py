@@ -43,6 +43,7 @@ class NativeDispatchRunner:
     def __init__(self, threads: int | None = None):
         self.threads = threads or default_threads()
         self.force_threads = 0  # nonzero: every grid runs on this many threads (tests)
+        self.warm_pool = True  # sequences of several steps wake parked pool threads first
         self.flush = fpu.flush_bits()
         self._pool = None  # started on the first dispatch that uses it
         self._serial = SerialDispatchRunner()
@@ -135,7 +136,7 @@ class NativeDispatchRunner:
         """Runs `seq`'s steps with the pool held (or on this thread alone when it is busy)."""
         pool = self.pool()
         held = pool.hold() if pool is not None else 0
-        seq.struct.force = self.force_threads
+        seq.struct.force, seq.struct.warm = self.force_threads, self.warm_pool
         try:
             status = workers.native().run_steps(seq.address, bases, held)
         finally:

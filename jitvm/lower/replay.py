@@ -67,7 +67,7 @@ class SequenceT(ctypes.Structure):
 
     _fields_ = [("steps", _p), ("count", _u64), ("threads", _u32), ("force", _u32), ("flush", _u64),
                 ("traps", _p), ("failed", _p), ("statuses", _p), ("locals", _p),
-                ("failed_step", _u64), ("last_threads", _u32), ("touched", _u32)]
+                ("failed_step", _u64), ("last_threads", _u32), ("touched", _u32), ("warm", _u32), ("_pad", _u32)]
 
 
 def _fields(struct, var: str, prefix: str) -> str:
@@ -98,7 +98,7 @@ d{width}:
 
 def ir(pool_fields) -> str:
     """The native sequence runner; `pool_fields(var, prefix)` gives GEPs %<prefix>.<name> of
-    the pool state (workers.PoolT) at %var. Needs @jv_dispatch_worker, @jv_pool_run, @now_ns."""
+    the pool state (workers.PoolT) at %var. Needs @jv_dispatch_worker, @jv_pool_run, @jv_pool_warm, @now_ns."""
     buf_data = layout.field("Buffer", "data").offset
     buf_length = layout.field("Buffer", "length").offset
     buf_access = layout.field("Buffer", "access").offset
@@ -485,17 +485,29 @@ out:
   ret i32 %status
 }}
 
-; Runs the sequence's steps in order until one fails (its index in failed_step).
+; Runs the sequence's steps in order until one fails (its index in failed_step), waking
+; the pool's parked threads first when there are several steps (one step posts at once).
 define i32 @jv_run_steps(ptr %seq, ptr %bases, ptr %pool) {{
 entry:
 {_fields(SequenceT, "seq", "q")}
   %steps = load ptr, ptr %q.steps
   %count = load i64, ptr %q.count
   store i32 0, ptr %q.touched
+  %pooled = icmp ne ptr %pool, null
+  %several = icmp ugt i64 %count, 1
+  %warm_on = load i32, ptr %q.warm
+  %warm_wanted = icmp ne i32 %warm_on, 0
+  %wake0 = and i1 %pooled, %several
+  %wake = and i1 %wake0, %warm_wanted
+  br i1 %wake, label %warm, label %start
+warm:
+  call void @jv_pool_warm(ptr %pool)
+  br label %start
+start:
   %none = icmp eq i64 %count, 0
   br i1 %none, label %done, label %loop
 loop:
-  %i = phi i64 [ 0, %entry ], [ %i1, %next ]
+  %i = phi i64 [ 0, %start ], [ %i1, %next ]
   %off = mul i64 %i, {step_size}
   %s = getelementptr inbounds i8, ptr %steps, i64 %off
   %status = call i32 @run_step(ptr %seq, ptr %s, ptr %bases, ptr %pool)

@@ -452,6 +452,19 @@ out:
   ret void
 }}
 
+; Wakes parked threads without giving them work (the gate stays closed: they park again
+; at once, spinning): a sequence of dispatches calls it first, so a thread asleep on its
+; futex (a virtual CPU can take a millisecond to wake) is awake by the time work is posted.
+; The caller holds the pool, so no job is running.
+define void @jv_pool_warm(ptr %pool) {{
+entry:
+{fields}
+  store atomic i32 {GATE_CLOSED}, ptr %f.gate seq_cst, align 4
+  atomicrmw add ptr %f.generation, i32 1 seq_cst
+  call void @wake_all(ptr %f.generation, ptr %f.generation_sleepers)
+  ret void
+}}
+
 ; Wakes every thread for good.
 define void @jv_pool_shutdown(ptr %pool) {{
 entry:
@@ -475,6 +488,11 @@ entry:
 }
 
 define void @jv_pool_run(ptr %pool) {
+entry:
+  ret void
+}
+
+define void @jv_pool_warm(ptr %pool) {
 entry:
   ret void
 }
