@@ -27,25 +27,28 @@ _ATTRS = 'attributes {iree.reflection = {binding_count = "2", constant_count = "
 # scale: out[x] = in[x] * c0 + x, failing at workgroup c1 after its store. alias: the same, then
 # it makes its list hold the out view twice (a kernel rearranging what it was handed; run on
 # one workgroup, so that what it reads does not depend on the order workgroups run in).
-KERNELS = f"""
-vm.module @k version 0
-vm.export @scale
-vm.export @alias
-vm.func @scale({_SIG}) -> () {_ATTRS} {{
-^bb0:
-  %i9 = vm.const.i32.zero
-  %i10 = vm.const.i32 1
-  %r3 = vm.list.get.ref %r2, %i9 : !vm.buffer
-  %r4 = vm.list.get.ref %r2, %i10 : !vm.buffer
-  vm.br ^bb1()
-^bb1:
+# In both: r3 is the in view, r4 the out view, i10 is 1; element x of out = in[x] * c0 + x.
+_SCALE_ELEMENT = """
   %i12:13 = vm.ext.i32.i64.s %i0
   %i14 = vm.buffer.load.i32 %r3, %i12:13
   %i24:25 = vm.const.i64.zero
   %i17 = vm.buffer.load.i32 %r1, %i24:25
   %i18 = vm.mul.i32 %i14, %i17
   %i19 = vm.add.i32 %i18, %i0
-  vm.buffer.store.i32 %i19, %r4, %i12:13
+  vm.buffer.store.i32 %i19, %r4, %i12:13"""
+_VIEWS = """
+  %i9 = vm.const.i32.zero
+  %i10 = vm.const.i32 1
+  %r3 = vm.list.get.ref %r2, %i9 : !vm.buffer
+  %r4 = vm.list.get.ref %r2, %i10 : !vm.buffer
+  vm.br ^bb1()
+^bb1:"""
+KERNELS = f"""
+vm.module @k version 0
+vm.export @scale
+vm.export @alias
+vm.func @scale({_SIG}) -> () {_ATTRS} {{
+^bb0:{_VIEWS}{_SCALE_ELEMENT}
   %i26:27 = vm.const.i64 1
   %i22 = vm.buffer.load.i32 %r1, %i26:27
   %i23 = vm.cmp.eq.i32 %i0, %i22
@@ -56,20 +59,7 @@ vm.func @scale({_SIG}) -> () {_ATTRS} {{
   vm.return
 }}
 vm.func @alias({_SIG}) -> () {_ATTRS} {{
-^bb0:
-  %i9 = vm.const.i32.zero
-  %i10 = vm.const.i32 1
-  %r3 = vm.list.get.ref %r2, %i9 : !vm.buffer
-  %r4 = vm.list.get.ref %r2, %i10 : !vm.buffer
-  vm.br ^bb1()
-^bb1:
-  %i12:13 = vm.ext.i32.i64.s %i0
-  %i14 = vm.buffer.load.i32 %r3, %i12:13
-  %i24:25 = vm.const.i64.zero
-  %i17 = vm.buffer.load.i32 %r1, %i24:25
-  %i18 = vm.mul.i32 %i14, %i17
-  %i19 = vm.add.i32 %i18, %i0
-  vm.buffer.store.i32 %i19, %r4, %i12:13
+^bb0:{_VIEWS}{_SCALE_ELEMENT}
   vm.list.set.ref %r2, %i9, %r4
   vm.return
 }}

@@ -27,6 +27,8 @@ from __future__ import annotations
 import ctypes
 
 from ..runtime import layout
+from ..runtime.native.hal.dispatch_args import VIEW_REFS
+from .workers import pool_fields, struct_fields
 
 RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
 SERIAL_MARGIN = 0.8  # the calling thread alone must be this much faster per workgroup to win
@@ -70,11 +72,6 @@ class SequenceT(ctypes.Structure):
                 ("failed_step", _u64), ("last_threads", _u32), ("touched", _u32), ("warm", _u32), ("_pad", _u32)]
 
 
-def _fields(struct, var: str, prefix: str) -> str:
-    return "\n".join(f"  %{prefix}.{name} = getelementptr inbounds i8, ptr %{var}, i64 {getattr(struct, name).offset}"
-                     for name, _ in struct._fields_ if not name.startswith("_"))
-
-
 def _fill_loop(width: int) -> str:
     """The fill loop for patterns of `width` bytes (the range is a multiple of it)."""
     bits = 8 * width
@@ -96,9 +93,9 @@ d{width}:
 """
 
 
-def ir(pool_fields) -> str:
-    """The native sequence runner; `pool_fields(var, prefix)` gives GEPs %<prefix>.<name> of
-    the pool state (workers.PoolT) at %var. Needs @jv_dispatch_worker, @jv_pool_run, @jv_pool_warm, @now_ns."""
+def ir() -> str:
+    """The native sequence runner, compiled with workers' grid and pool code: it needs
+    @jv_dispatch_worker, @jv_pool_run, @jv_pool_warm and @now_ns."""
     buf_data = layout.field("Buffer", "data").offset
     buf_length = layout.field("Buffer", "length").offset
     buf_access = layout.field("Buffer", "access").offset
@@ -114,8 +111,8 @@ declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 ; How many threads step %s runs on: the policy in this module's docstring.
 define internal i32 @choose_threads(ptr %seq, ptr %s, i64 %total) {{
 entry:
-{_fields(SequenceT, "seq", "q")}
-{_fields(StepT, "s", "s")}
+{struct_fields(SequenceT, "seq", "q")}
+{struct_fields(StepT, "s", "s")}
   %threads = load i32, ptr %q.threads
   %t64 = zext i32 %threads to i64
   %few = icmp ult i64 %total, %t64
@@ -171,7 +168,7 @@ alone:
 ; Keeps an exponential average of seconds per workgroup for the way step %s ran.
 define internal void @record_cost(ptr %s, i32 %n, i64 %ns, i64 %total) {{
 entry:
-{_fields(StepT, "s", "s")}
+{struct_fields(StepT, "s", "s")}
   %cost = load ptr, ptr %s.cost
   %runs = load i64, ptr %cost
   %cold = icmp ule i64 %runs, 1
@@ -201,10 +198,30 @@ done:
   ret void
 }}
 
+; Where view %v points in this run: bases[slot] + offset, or offset itself for slot -1.
+define internal ptr @view_address(ptr %v, ptr %bases) {{
+entry:
+  %pslot = getelementptr inbounds i8, ptr %v, i64 {ViewT.slot.offset}
+  %slot = load i64, ptr %pslot
+  %poff = getelementptr inbounds i8, ptr %v, i64 {ViewT.offset.offset}
+  %off = load i64, ptr %poff
+  %direct = icmp slt i64 %slot, 0
+  br i1 %direct, label %absolute, label %relative
+absolute:
+  %at = inttoptr i64 %off to ptr
+  ret ptr %at
+relative:
+  %pbase = getelementptr inbounds i64, ptr %bases, i64 %slot
+  %base = load i64, ptr %pbase
+  %addr = add i64 %base, %off
+  %data = inttoptr i64 %addr to ptr
+  ret ptr %data
+}}
+
 ; Points step %s's views into this run's buffers.
 define internal void @point_views(ptr %s, ptr %bases) {{
 entry:
-{_fields(StepT, "s", "s")}
+{struct_fields(StepT, "s", "s")}
   %views = load ptr, ptr %s.views
   %count = load i64, ptr %s.view_count
   %none = icmp eq i64 %count, 0
@@ -214,21 +231,11 @@ loop:
   %j.off = mul i64 %j, {view_size}
   %v = getelementptr inbounds i8, ptr %views, i64 %j.off
   %obj = load ptr, ptr %v
-  %pslot = getelementptr inbounds i8, ptr %v, i64 {ViewT.slot.offset}
-  %slot = load i64, ptr %pslot
-  %poff = getelementptr inbounds i8, ptr %v, i64 {ViewT.offset.offset}
-  %off = load i64, ptr %poff
+  %data = call ptr @view_address(ptr %v, ptr %bases)
   %plen = getelementptr inbounds i8, ptr %v, i64 {ViewT.length.offset}
   %len = load i64, ptr %plen
   %pacc = getelementptr inbounds i8, ptr %v, i64 {ViewT.access.offset}
   %acc = load i32, ptr %pacc
-  %direct = icmp slt i64 %slot, 0
-  %safe_slot = select i1 %direct, i64 0, i64 %slot
-  %pbase = getelementptr inbounds i64, ptr %bases, i64 %safe_slot
-  %base_any = load i64, ptr %pbase
-  %base = select i1 %direct, i64 0, i64 %base_any
-  %addr = add i64 %base, %off
-  %data = inttoptr i64 %addr to ptr
   %od = getelementptr inbounds i8, ptr %obj, i64 {buf_data}
   store ptr %data, ptr %od
   %ol = getelementptr inbounds i8, ptr %obj, i64 {buf_length}
@@ -242,12 +249,12 @@ done:
   ret void
 }}
 
-; Whether the kernel of step %s left its arguments as it got them: one reference to the
-; list and the local memory (the step's), two to each view (its wrapper's and the list's),
-; and the list still holding exactly the views.
+; Whether the kernel of step %s left its arguments as it got them (DispatchArgs' rule): one
+; reference to the list and the local memory (the step's), VIEW_REFS to each view (its
+; wrapper's and the list's), and the list still holding exactly the views.
 define internal i1 @untouched(ptr %s) {{
 entry:
-{_fields(StepT, "s", "s")}
+{struct_fields(StepT, "s", "s")}
   %list = load ptr, ptr %s.bindings
   %local = load ptr, ptr %s.local
   %views = load ptr, ptr %s.views
@@ -280,7 +287,7 @@ loop:
   %held.p = getelementptr inbounds ptr, ptr %storage, i64 %j
   %held = load ptr, ptr %held.p
   %same = icmp eq ptr %held, %obj
-  %two = icmp eq i64 %rc, 2
+  %two = icmp eq i64 %rc, {VIEW_REFS}
   %fine = and i1 %same, %two
   br i1 %fine, label %next, label %no
 next:
@@ -296,21 +303,11 @@ no:
 ; Fills step %s's range (its one view: slot, offset, length) with its pattern.
 define internal void @fill_step(ptr %s, ptr %bases) {{
 entry:
-{_fields(StepT, "s", "s")}
+{struct_fields(StepT, "s", "s")}
   %v = load ptr, ptr %s.views
-  %pslot = getelementptr inbounds i8, ptr %v, i64 {ViewT.slot.offset}
-  %slot = load i64, ptr %pslot
-  %poff = getelementptr inbounds i8, ptr %v, i64 {ViewT.offset.offset}
-  %off = load i64, ptr %poff
+  %dst = call ptr @view_address(ptr %v, ptr %bases)
   %plen = getelementptr inbounds i8, ptr %v, i64 {ViewT.length.offset}
   %len = load i64, ptr %plen
-  %direct = icmp slt i64 %slot, 0
-  %safe_slot = select i1 %direct, i64 0, i64 %slot
-  %pbase = getelementptr inbounds i64, ptr %bases, i64 %safe_slot
-  %base_any = load i64, ptr %pbase
-  %base = select i1 %direct, i64 0, i64 %base_any
-  %addr = add i64 %base, %off
-  %dst = inttoptr i64 %addr to ptr
   %pattern = load i64, ptr %s.pattern
   %width = load i32, ptr %s.fill_width
   switch i32 %width, label %w1 [ i32 2, label %w2  i32 4, label %w4  i32 8, label %w8 ]
@@ -324,8 +321,8 @@ w1:
 ; Runs step %s; nonzero: a share failed (the sequence's statuses and failed words say which).
 define internal i32 @run_step(ptr %seq, ptr %s, ptr %bases, ptr %pool) {{
 entry:
-{_fields(SequenceT, "seq", "q")}
-{_fields(StepT, "s", "s")}
+{struct_fields(SequenceT, "seq", "q")}
+{struct_fields(StepT, "s", "s")}
   %counter = alloca i64, align 8
   %stop = alloca i32, align 4
   %width = load i32, ptr %s.fill_width
@@ -489,7 +486,7 @@ out:
 ; the pool's parked threads first when there are several steps (one step posts at once).
 define i32 @jv_run_steps(ptr %seq, ptr %bases, ptr %pool) {{
 entry:
-{_fields(SequenceT, "seq", "q")}
+{struct_fields(SequenceT, "seq", "q")}
   %steps = load ptr, ptr %q.steps
   %count = load i64, ptr %q.count
   store i32 0, ptr %q.touched

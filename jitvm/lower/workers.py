@@ -499,10 +499,16 @@ entry:
 """
 
 
+def struct_fields(struct, var: str, prefix: str) -> str:
+    """IR getting a pointer %<prefix>.<field> to every field of the ctypes `struct` at %var
+    (padding fields, named _*, excepted)."""
+    return "\n".join(f"  %{prefix}.{name} = getelementptr inbounds i8, ptr %{var}, i64 {getattr(struct, name).offset}"
+                     for name, _ in struct._fields_ if not name.startswith("_"))
+
+
 def pool_fields(var: str, prefix: str) -> str:
-    """IR getting a pointer %<prefix>.<field> to every PoolT field of the state at %var."""
-    return "\n".join(f"  %{prefix}.{name} = getelementptr inbounds i8, ptr %{var}, i64 {getattr(PoolT, name).offset}"
-                     for name, _ in PoolT._fields_)
+    """struct_fields of the pool state (PoolT) at %var."""
+    return struct_fields(PoolT, var, prefix)
 
 GRID_WORKER = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -531,7 +537,7 @@ class _Native:
             text += _pool_ir(_FUTEX[arch], _PAUSE[targets.host().triple.split("-")[0]])
         else:
             text += _SERIAL_SPLIT_IR
-        text += replay.ir(pool_fields)
+        text += replay.ir()
         mod = llvm.parse_assembly(text)
         mod.triple = targets.host().triple
         mod.verify()

@@ -20,7 +20,7 @@ from ....frontend import types as vm_types
 _BUFFER_LIST = vm_types.parse_type("!vm.buffer")
 _HOST = layout.BUFFER_ORIGIN_HOST
 _REFCOUNT = layout.field("Object", "refcount").offset
-_VIEW_REFS = 2  # a view is held by its Python wrapper and by the list
+VIEW_REFS = 2  # a view is held by its Python wrapper and by the list
 SPARE_SETS = 2  # kept per recorded dispatch: concurrent executions beyond it build their own
 
 
@@ -47,7 +47,7 @@ class DispatchArgs:
         # (reference count, what it is when only this set holds the object)
         self._counts = [(ctypes.c_int64.from_address(self.list.addr + _REFCOUNT), 1),
                         (ctypes.c_int64.from_address(self.local.addr + _REFCOUNT), 1)] + \
-                       [(ctypes.c_int64.from_address(v.addr + _REFCOUNT), _VIEW_REFS) for v in self.views]
+                       [(ctypes.c_int64.from_address(v.addr + _REFCOUNT), VIEW_REFS) for v in self.views]
 
     def point(self, index: int, address: int, length: int, mutable: bool, origin: VmBuffer) -> None:
         """Binding `index` views [address, address+length) of `origin`, which the caller keeps
@@ -68,12 +68,17 @@ class DispatchArgs:
         next `point`; nothing but this set can reach them."""
         reusable = self._untouched()
         if not reusable:
-            for s, origin in zip(self.structs, self._origins):
-                if origin is not None and not s.origin:
-                    retain(origin.addr)
-                    s.origin = origin.addr
+            self.give_origins(self._origins)
         self._origins = [None] * len(self._origins)
         return reusable
+
+    def give_origins(self, origins) -> None:
+        """Makes each view keep its memory (`origins[i]`, a VmBuffer or None) alive itself:
+        the set is dropped, and whoever kept a view keeps valid memory."""
+        for s, origin in zip(self.structs, origins):
+            if origin is not None and not s.origin:
+                retain(origin.addr)
+                s.origin = origin.addr
 
     def _untouched(self) -> bool:
         if any(count.value != expected for count, expected in self._counts):

@@ -19,7 +19,6 @@ import ctypes
 import threading
 
 from ....errors import Error
-from ...objects import retain
 from . import types as t
 from .dispatch import PreparedDispatch, PreparedFill
 from .dispatch_args import DispatchArgs, view_access
@@ -141,11 +140,8 @@ class DispatchSegment:
         real origins, and the next execution prepares fresh arguments."""
         for i in touched:
             command, args = self._args[i]
-            for s, ref in zip(args.structs, command.bindings):
-                buffer = ref.ref.payload if ref.ref is not None else table[ref.slot][0].payload
-                if not s.origin:
-                    retain(buffer.memory.addr)
-                    s.origin = buffer.memory.addr
+            args.give_origins([(ref.ref if ref.ref is not None else table[ref.slot][0]).payload.memory
+                               for ref in command.bindings])
         self._sequence = None
 
 
