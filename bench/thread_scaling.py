@@ -2,7 +2,9 @@
 
 Both modules are loaded side by side and timed in alternating rounds (the machine's state
 drifts; alternation keeps the ratio honest), medians over the rounds, warm-up excluded.
-Models are built (cached) as the suite builds them.
+Models are built (cached) as the suite builds them. After each model, the same sitting's
+ideal speed-up (bench.ideal: a native kernel with nothing shared between threads) says
+what the machine gave parallel code just then; the last column is the model's share of it.
 
     python -m bench.thread_scaling                 # the suite, resnet50-style at 64x64
     python -m bench.thread_scaling --models matmul512 resnet50 --rounds 9
@@ -42,12 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--min-time", type=float, default=0.25, help="seconds per timed repetition")
     args = p.parse_args(argv)
+    from .ideal import ideal_speedup
     from .machine import parallel_capacity
 
     # Shared machines lend their cores unevenly: what two busy processes got against one.
     print(f"parallel capacity at start: {parallel_capacity():.2f} of {os.cpu_count()} cores\n")
-    print(f"| model | JIT 1 thread ms | JIT {args.threads} threads ms | speed-up |")
-    print("|---|---|---|---|")
+    print(f"| model | JIT 1 thread ms | JIT {args.threads} threads ms | speed-up | ideal kernel | of ideal |")
+    print("|---|---|---|---|---|---|")
     for spec in select(suite(args.resolution), args.models):
         vmfb = compile_model(spec, "vmvx", log=lambda *a: None)
         inputs = spec.make_inputs()
@@ -60,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
             for t, fn in fns.items():
                 times[t].append(time_call(fn, inputs, args.min_time))
         one, many = (float(np.median(times[t])) for t in (1, args.threads))
-        print(f"| {spec.name} | {one * 1e3:.3f} | {many * 1e3:.3f} | {one / many:.2f}x |", flush=True)
+        ideal = ideal_speedup(args.threads)
+        print(f"| {spec.name} | {one * 1e3:.3f} | {many * 1e3:.3f} | {one / many:.2f}x | {ideal:.2f}x | "
+              f"{one / many / ideal:.0%} |", flush=True)
     print(f"\nparallel capacity at the end: {parallel_capacity():.2f} of {os.cpu_count()} cores")
     return 0
 

@@ -12,8 +12,14 @@ then, per step:
 - chooses the threads by the entry's measured cost (`CostT`, shared by every dispatch of
   the entry): all threads, or the calling thread alone with the idle pool lent to the
   kernel's split loops. The first run is not measured (cold caches); then both ways are,
-  the calling thread is kept only when clearly faster per workgroup, and every REPROBE-th
-  run measures the other way again;
+  the calling thread is kept only when clearly faster per workgroup, and now and then the
+  other way is measured again: REPROBE runs after the last look, an interval that doubles
+  (up to REPROBE_MAX) while the looks confirm the choice and starts over when one changes
+  it (a reprobe of a grid that clearly wins on all threads runs it serially: ResNet-50's
+  4-workgroup convolutions took twice as long on every 32nd run); when the choice changes
+  between looks, the way dropped is measured again on the next run. A measurement counts
+  at most twice the average so far (a VM can take a core away for milliseconds: one such
+  run must not flip the choice);
 - runs the grid, timing it, and checks the kernel left its arguments as it got them (no
   new references, the list unchanged), so they can be reused; otherwise Python gives the
   views their real origins and builds fresh arguments next time.
@@ -32,7 +38,8 @@ from .workers import pool_fields, struct_fields
 
 RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
 SERIAL_MARGIN = 0.8  # the calling thread alone must be this much faster per workgroup to win
-REPROBE = 32  # every this many runs of an entry, the way not chosen is measured again
+REPROBE = 32  # runs of an entry before the way not chosen is measured again ...
+REPROBE_MAX = 1024  # ... an interval doubling up to this while the choice holds
 
 _p, _u64, _i64, _u32, _f64 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64, ctypes.c_uint32, ctypes.c_double
 
@@ -40,7 +47,8 @@ _p, _u64, _i64, _u32, _f64 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64, c
 class CostT(ctypes.Structure):
     """Measured seconds per workgroup of one entry: on the calling thread alone, on all."""
 
-    _fields_ = [("runs", _u64), ("one", _f64), ("many", _f64), ("has_one", _u32), ("has_many", _u32)]
+    _fields_ = [("runs", _u64), ("one", _f64), ("many", _f64), ("has_one", _u32), ("has_many", _u32),
+                ("next_probe", _u64), ("interval", _u64), ("best", _u32), ("_pad", _u32)]
 
 
 class ViewT(ctypes.Structure):
@@ -109,7 +117,7 @@ def ir() -> str:
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 
 ; How many threads step %s runs on: the policy in this module's docstring.
-define internal i32 @choose_threads(ptr %seq, ptr %s, i64 %total) {{
+define i32 @jv_choose_threads(ptr %seq, ptr %s, i64 %total) {{
 entry:
 {struct_fields(SequenceT, "seq", "q")}
 {struct_fields(StepT, "s", "s")}
@@ -154,11 +162,49 @@ compare:
   %margin = fmul double %cn, {SERIAL_MARGIN:e}
   %serial_wins = fcmp olt double %c1, %margin
   %best = select i1 %serial_wins, i32 1, i32 %n
-  %rem = urem i64 %runs, {REPROBE}
-  %reprobe = icmp eq i64 %rem, 0
+  %pnext = getelementptr inbounds i8, ptr %cost, i64 {CostT.next_probe.offset}
+  %next = load i64, ptr %pnext
+  %pinterval = getelementptr inbounds i8, ptr %cost, i64 {CostT.interval.offset}
+  %pbest = getelementptr inbounds i8, ptr %cost, i64 {CostT.best.offset}
+  %unset = icmp eq i64 %next, 0
+  br i1 %unset, label %schedule, label %due_check
+schedule:
+  %first_next = add i64 %runs, {REPROBE}
+  store i64 %first_next, ptr %pnext
+  store i64 {REPROBE}, ptr %pinterval
+  store i32 %best, ptr %pbest
+  ret i32 %best
+due_check:
+  %due = icmp uge i64 %runs, %next
+  br i1 %due, label %reprobe, label %steady
+steady:
+  %was = load i32, ptr %pbest
+  %flipped = icmp ne i32 %was, %best
+  br i1 %flipped, label %flip, label %keep
+flip:
+  ; the way just dropped is measured again on the next run (one slow run, a core the VM
+  ; took away for a moment, must not decide for the next REPROBE_MAX runs)
+  store i32 %best, ptr %pbest
+  store i64 {REPROBE}, ptr %pinterval
+  %soon = add i64 %runs, 1
+  store i64 %soon, ptr %pnext
+  ret i32 %best
+keep:
+  ret i32 %best
+reprobe:
+  %interval = load i64, ptr %pinterval
+  %before = load i32, ptr %pbest
+  %held = icmp eq i32 %before, %best
+  %doubled = shl i64 %interval, 1
+  %capped = icmp ugt i64 %doubled, {REPROBE_MAX}
+  %grown = select i1 %capped, i64 {REPROBE_MAX}, i64 %doubled
+  %new_interval = select i1 %held, i64 %grown, i64 {REPROBE}
+  store i64 %new_interval, ptr %pinterval
+  %later = add i64 %runs, %new_interval
+  store i64 %later, ptr %pnext
+  store i32 %best, ptr %pbest
   %other = select i1 %serial_wins, i32 %n, i32 1
-  %pick = select i1 %reprobe, i32 %other, i32 %best
-  ret i32 %pick
+  ret i32 %other
 all:
   ret i32 %n
 alone:
@@ -186,8 +232,13 @@ keep:
   %ph = getelementptr inbounds i8, ptr %cost, i64 %hoff
   %has = load i32, ptr %ph
   %old = load double, ptr %pv
+  %twice = fmul double %old, 2.0
+  %jump = fcmp ogt double %per, %twice
+  %seen0 = icmp ne i32 %has, 0
+  %clamp = and i1 %jump, %seen0
+  %sample = select i1 %clamp, double %twice, double %per
   %part_old = fmul double %old, 2.5e-01
-  %part_new = fmul double %per, 7.5e-01
+  %part_new = fmul double %sample, 7.5e-01
   %mixed = fadd double %part_old, %part_new
   %seen = icmp ne i32 %has, 0
   %value = select i1 %seen, double %mixed, double %per
@@ -349,7 +400,7 @@ own:
   call void @llvm.memset.p0.i64(ptr %local_data, i8 0, i64 %local_size, i1 false)
   br label %choose
 choose:
-  %wanted = call i32 @choose_threads(ptr %seq, ptr %s, i64 %total)
+  %wanted = call i32 @jv_choose_threads(ptr %seq, ptr %s, i64 %total)
   %pooled = icmp ne ptr %pool, null
   %multi = icmp ugt i32 %wanted, 1
   %parallel = and i1 %pooled, %multi
@@ -572,6 +623,14 @@ class Sequence:
 
     def run(self, bases=None) -> None:
         self.runner.run_sequence(self, bases)
+
+    def choose_threads(self, i: int) -> int:
+        """The thread count step i's next run would get, as the native policy decides it
+        (it counts the run: tests drive the policy through this with costs of their own)."""
+        from .workers import native
+
+        s = self.steps[i]
+        return native().choose_threads(self.address, ctypes.addressof(s), s.total)
 
     def threads_used(self) -> list[int]:
         """Per dispatch step of the last run, how many threads ran it (0: not run)."""

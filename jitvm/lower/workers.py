@@ -28,6 +28,7 @@ from ..runtime.native.hal import fpu
 from ..runtime.nativelib import initialize_llvm
 from ..runtime.objects import VmBuffer
 from . import target as targets
+from . import trace
 
 _GRID_IR = """
 ; Claims the next run of up to %chunk indices below %total from the shared counter: returns
@@ -49,7 +50,7 @@ entry:
   store i64 %start, ptr %args
   %hi = getelementptr i64, ptr %args, i64 1
   store i64 %bound, ptr %hi
-  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap)
+  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap) ; traced 1 %start %body
   ret void
 }
 
@@ -127,7 +128,7 @@ run:
   store i64 %y, ptr %a4
   %a5 = getelementptr i64, ptr %args, i64 5
   store i64 %z, ptr %a5
-  %status = call i32 %fn(ptr %ctx, ptr %args, ptr %results, ptr %trap)
+  %status = call i32 %fn(ptr %ctx, ptr %args, ptr %results, ptr %trap) ; traced 0 %i %fn
   %ok = icmp eq i32 %status, 0
   br i1 %ok, label %next_in_run, label %fail
 next_in_run:
@@ -298,7 +299,7 @@ run:
   %hi = select i1 %last, i64 %bound, i64 %hi_mid
   store i64 %lo, ptr %args
   store i64 %hi, ptr %hi_slot
-  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap)
+  call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap) ; traced 1 %lo %body
   br label %claim
 done:
   call void @jv_fpu_set(i64 %saved)
@@ -517,6 +518,7 @@ GRID_WORKER = ctypes.CFUNCTYPE(
 _POOL_THREAD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32)
 RUN_STEPS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 _POOL_SHUTDOWN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_CHOOSE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
 
 
 class _Native:
@@ -526,7 +528,7 @@ class _Native:
         initialize_llvm()
         fpu.register_symbols()
         libc = ctypes.CDLL(None)
-        for name in ("clock_gettime", "syscall"):
+        for name in ("clock_gettime", "syscall", "pthread_self"):
             llvm.add_symbol(name, ctypes.cast(getattr(libc, name), ctypes.c_void_p).value)
         arch = platform.machine()
         self.pooled = arch in _FUTEX and targets.host().triple.split("-")[0] in _PAUSE
@@ -538,6 +540,9 @@ class _Native:
         else:
             text += _SERIAL_SPLIT_IR
         text += replay.ir()
+        traced = trace.requested()
+        if traced:
+            text = trace.instrument(text)
         mod = llvm.parse_assembly(text)
         mod.triple = targets.host().triple
         mod.verify()
@@ -546,7 +551,9 @@ class _Native:
         address = self.engine.get_function_address
         self.grid = GRID_WORKER(address("jv_dispatch_worker"))
         self.run_steps = RUN_STEPS(address("jv_run_steps"))
+        self.choose_threads = _CHOOSE(address("jv_choose_threads"))
         llvm.add_symbol("jv_parallel_for", address("jv_parallel_for"))  # called by split loops
+        self.trace = trace.WorkgroupTrace(self.engine, trace.capacity()) if traced else None
         if self.pooled:
             self.thread = _POOL_THREAD(address("jv_pool_thread"))
             self.shutdown = _POOL_SHUTDOWN(address("jv_pool_shutdown"))
@@ -562,6 +569,12 @@ def native() -> _Native:
         if _native is None:
             _native = _Native()
     return _native
+
+
+def workgroup_trace() -> trace.WorkgroupTrace | None:
+    """The process's workgroup records (lower.trace), or None unless JITVM_TRACE_WORKGROUPS
+    was set before the first native dispatch."""
+    return native().trace
 
 
 class NativePool:

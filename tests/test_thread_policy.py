@@ -1,0 +1,89 @@
+"""The native thread-choice policy (lower.replay): which way a dispatch runs, given costs.
+
+The policy runs in native code before every dispatch; these tests hand it measured costs of
+their own (a CostT) and read its choices run by run."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitvm.lower import replay, workers
+from jitvm.lower.dispatch import NativeDispatchRunner
+from jitvm.runtime.objects import VmBuffer
+
+FN = 0x1000  # an entry address the policy only uses as the key of its cost record
+GRID = (8, 1, 1)
+
+
+@pytest.fixture
+def step():
+    """(a one-step sequence of an 8-workgroup grid on 2 threads, that entry's cost record)."""
+    if not workers.native().pooled:
+        pytest.skip("no thread pool on this host")
+    runner = NativeDispatchRunner(threads=2)
+    seq = replay.Sequence(runner, 1)
+    seq.set_step(0, (FN, 0), 0, 0, VmBuffer.allocate(16), GRID)
+    yield seq, replay.CostT.from_address(runner.cost_address(FN))
+    runner.close()
+
+
+def _measured(cost, one: float, many: float, runs: int = 10) -> None:
+    cost.runs, cost.one, cost.many, cost.has_one, cost.has_many = runs, one, many, 1, 1
+
+
+def test_first_runs_measure_both_ways(step):
+    seq, cost = step
+    assert seq.choose_threads(0) == 2  # first run: all threads (it is not measured)
+    cost.has_many, cost.many = 1, 1e-4
+    assert seq.choose_threads(0) == 1  # the calling thread alone is still unmeasured
+
+
+def test_serial_only_when_clearly_faster(step):
+    seq, cost = step
+    _measured(cost, one=0.9e-4, many=1e-4)  # faster alone, but within the margin
+    assert seq.choose_threads(0) == 2
+    _measured(cost, one=0.5e-4, many=1e-4)
+    assert seq.choose_threads(0) == 1
+
+
+def test_reprobes_back_off_while_the_choice_holds(step):
+    seq, cost = step
+    _measured(cost, one=2e-4, many=1e-4)
+    picks = [seq.choose_threads(0) for _ in range(4000)]
+    probes = [i for i, p in enumerate(picks) if p == 1]
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert probes[0] == replay.REPROBE
+    assert gaps[:5] == [2 * replay.REPROBE, 4 * replay.REPROBE, 8 * replay.REPROBE, 16 * replay.REPROBE,
+                        replay.REPROBE_MAX]
+    assert set(gaps[4:]) == {replay.REPROBE_MAX}
+    assert len(probes) < 4000 // replay.REPROBE // 4  # well under one in REPROBE runs
+
+
+def test_a_changed_choice_restarts_the_interval(step):
+    seq, cost = step
+    _measured(cost, one=2e-4, many=1e-4)
+    picks = [seq.choose_threads(0) for _ in range(1000)]  # interval grown to 512 by now
+    cost.one = 0.5e-4  # the calling thread alone became clearly faster
+    picks = [seq.choose_threads(0) for _ in range(2000)]
+    assert picks.count(1) > 1900
+    probes = [i for i, p in enumerate(picks) if p == 2]
+    gaps = [b - a for a, b in zip(probes, probes[1:])]
+    assert probes[0] == 1  # the way dropped is measured again at once ...
+    assert gaps[:2] == [2 * replay.REPROBE, 4 * replay.REPROBE]  # ... then looks start over from REPROBE
+
+
+def test_forced_threads_bypass_the_policy(step):
+    seq, cost = step
+    _measured(cost, one=0.5e-4, many=1e-4)
+    seq.struct.force = 2
+    assert all(seq.choose_threads(0) == 2 for _ in range(100))
+
+
+def test_a_flip_between_looks_rechecks_the_dropped_way_next_run(step):
+    seq, cost = step
+    _measured(cost, one=2e-4, many=1e-4)
+    for _ in range(1000):
+        seq.choose_threads(0)  # long since settled on all threads: looks are far apart
+    cost.many = 9e-4  # one slow run on all threads (say, a core taken away) flips the choice
+    assert seq.choose_threads(0) == 1
+    assert seq.choose_threads(0) == 2  # ... and the way dropped is measured again at once
