@@ -113,7 +113,7 @@ def trace_model(spec, threads: int, rounds: int) -> dict:
     trace = workers.workgroup_trace()
     names = _names(runners)
     calls = {t: [] for t in fns}
-    per_dispatch = {t: collections.defaultdict(lambda: [0.0, 0.0, 0]) for t in fns}
+    per_dispatch = {t: collections.defaultdict(list) for t in fns}  # name -> per call (span, work, runs)
     ideal = [ideal_speedup(threads)]
     for r in range(rounds):
         for t, fn in fns.items():
@@ -127,11 +127,14 @@ def trace_model(spec, threads: int, rounds: int) -> dict:
             first, last = int(rows["start_ns"].min()), int(rows["end_ns"].max())
             work = sum(work_intervals(rows).values())
             calls[t].append((end - start, last - first, work))
+            this_call = collections.defaultdict(lambda: [0.0, 0.0, 0])
             for name, span, w in dispatches(rows, names):
-                d = per_dispatch[t][name]
+                d = this_call[name]
                 d[0] += span
                 d[1] += w
                 d[2] += 1
+            for name, d in this_call.items():
+                per_dispatch[t][name].append(tuple(d))
         if r == rounds // 2:
             ideal.append(ideal_speedup(threads))
     ideal.append(ideal_speedup(threads))
@@ -164,12 +167,12 @@ def report(spec, threads: int, result: dict) -> str:
     lines += ["", f"| dispatch | runs/call | 1 thread ms | {threads} threads: work ms | span ms | work inflation | "
               "speed-up |", "|---|---|---|---|---|---|---|"]
     d1, dn = result["dispatches"][1], result["dispatches"][threads]
-    rounds = max(1, len(calls[1]))
-    for name in sorted(d1, key=lambda k: -d1[k][1]):
-        s1, w1, c1 = d1[name]
-        sn, wn, _ = dn.get(name, (float("nan"),) * 3)
-        lines.append(f"| {name} | {c1 / rounds:.0f} | {w1 / rounds * ms:.3f} | {wn / rounds * ms:.3f} | "
-                     f"{sn / rounds * ms:.3f} | {wn / w1:.2f}x | {s1 / sn:.2f}x |")
+    nan = [(float("nan"),) * 3]
+    for name in sorted(d1, key=lambda k: -_median(d1[k], 1)):
+        s1, w1, c1 = (_median(d1[name], k) for k in range(3))
+        sn, wn = (_median(dn.get(name, nan), k) for k in range(2))
+        lines.append(f"| {name} | {c1:.0f} | {w1 * ms:.3f} | {wn * ms:.3f} | {sn * ms:.3f} | {wn / w1:.2f}x | "
+                     f"{s1 / sn:.2f}x |")
     if result["dropped"]:
         lines += ["", f"({result['dropped']} records dropped: raise JITVM_TRACE_WORKGROUPS)"]
     return "\n".join(lines) + "\n"
