@@ -3,8 +3,9 @@
 Both modules are loaded side by side and timed in alternating rounds (the machine's state
 drifts; alternation keeps the ratio honest), medians over the rounds, warm-up excluded.
 Models are built (cached) as the suite builds them. After each model, the same sitting's
-ideal speed-up (bench.ideal: a native kernel with nothing shared between threads) says
-what the machine gave parallel code just then; the last column is the model's share of it.
+ideal speed-up (bench.ideal: a native kernel with nothing shared between threads, measured
+after every round, median) says what the machine gave parallel code just then; the last
+column is the model's share of it.
 
     python -m bench.thread_scaling                 # the suite, resnet50-style at 64x64
     python -m bench.thread_scaling --models matmul512 resnet50 --rounds 9
@@ -59,11 +60,13 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(3):
                 fn(*inputs)
         times: dict[int, list[float]] = {t: [] for t in fns}
+        ideals = []
         for _ in range(args.rounds):
             for t, fn in fns.items():
                 times[t].append(time_call(fn, inputs, args.min_time))
+            ideals.append(ideal_speedup(args.threads))
         one, many = (float(np.median(times[t])) for t in (1, args.threads))
-        ideal = ideal_speedup(args.threads)
+        ideal = float(np.median(ideals))
         print(f"| {spec.name} | {one * 1e3:.3f} | {many * 1e3:.3f} | {one / many:.2f}x | {ideal:.2f}x | "
               f"{one / many / ideal:.0%} |", flush=True)
     print(f"\nparallel capacity at the end: {parallel_capacity():.2f} of {os.cpu_count()} cores")
