@@ -164,15 +164,20 @@ def assert_view(view: HalBufferView, message: str, element_type: int, encoding_t
                         f"({element_type:08X}) but have {t.element_type_name(view.element_type)} "
                         f"({view.element_type:08X})")
     shape = tuple(shape)
-    detail = f"; expected shape `{_shape_text(shape)}`, actual shape `{_shape_text(view.shape)}`"
+    if view.shape == shape:
+        return
+
+    def detail() -> str:
+        return f"; expected shape `{_shape_text(shape)}`, actual shape `{_shape_text(view.shape)}`"
+
     if len(view.shape) != len(shape):
         raise hal_error("INVALID_ARGUMENT",
                         f"{message} shape rank mismatch; expected {len(shape)}{' (scalar)' if not shape else ''} "
-                        f"but have {len(view.shape)}{' (scalar)' if not view.shape else ''}{detail}")
+                        f"but have {len(view.shape)}{' (scalar)' if not view.shape else ''}{detail()}")
     for i, (have, want) in enumerate(zip(view.shape, shape)):
         if have != want:
             raise hal_error("INVALID_ARGUMENT",
-                            f"{message} shape dimension {i} mismatch; expected {want} but have {have}{detail}")
+                            f"{message} shape dimension {i} mismatch; expected {want} but have {have}{detail()}")
 
 
 def _shape_text(shape) -> str:

@@ -47,3 +47,19 @@ def deref_vm_buffer(ref: Ref | None, what: str) -> VmBuffer:
 def buffer_string(ref: Ref | None, what: str) -> str:
     """A vm.buffer's bytes as text (IREE's iree_vm_buffer_as_string)."""
     return deref_vm_buffer(ref, what).tobytes().decode("utf-8", "replace")
+
+
+class BufferText:
+    """A vm.buffer's text, read only when formatted: the entry checks' messages name the
+    argument, and are needed only when a check fails (decoding one per call cost 2 us)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, ref: Ref | None, what: str):
+        self._buffer = deref_vm_buffer(ref, what)  # the type is checked now, as IREE does
+
+    def __str__(self) -> str:
+        return self._buffer.tobytes().decode("utf-8", "replace")
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)

@@ -10,7 +10,7 @@ from .allocator import HalAllocator
 from .buffer import HalBuffer, calculate_range
 from .types import device_size
 from .buffer_view import HalBufferView, assert_buffer, assert_view
-from .errors import buffer_string, deref, hal_error, own
+from .errors import BufferText, buffer_string, deref, hal_error, own
 
 
 class BufferExports:
@@ -19,7 +19,7 @@ class BufferExports:
     @export("buffer.assert", "0rrrIii_v")
     def buffer_assert(self, buffer, message, allocator, minimum_length, memory_types, usage):
         buf = deref(buffer, HalBuffer, "hal.buffer.assert")
-        text = buffer_string(message, "hal.buffer.assert message")
+        text = BufferText(message, "hal.buffer.assert message")
         deref(allocator, HalAllocator, "hal.buffer.assert allocator")
         assert_buffer(buf, text, device_size(minimum_length), memory_types, usage)
 
@@ -87,7 +87,7 @@ class BufferExports:
     @export("buffer_view.assert", "0rriiCID_v")
     def buffer_view_assert(self, view, message, element_type, encoding_type, dims):
         bv = deref(view, HalBufferView, "hal.buffer_view.assert")
-        text = buffer_string(message, "hal.buffer_view.assert message")
+        text = BufferText(message, "hal.buffer_view.assert message")
         assert_view(bv, text, element_type & 0xFFFFFFFF, encoding_type & 0xFFFFFFFF, [d for (d,) in dims])
 
     @export("buffer_view.buffer", "0r_r")
