@@ -122,3 +122,27 @@ def test_quick_suite_runs(tmp_path):
     assert bench_main(["--quick", "--models", "matmul128", "softmax1x1000", "--out", str(tmp_path)]) == 0
     text = (tmp_path / "RESULTS.md").read_text()
     assert "| matmul128 |" in text and "MISMATCH" not in text
+
+
+def _records(rows):
+    from jitvm.lower.trace import RECORD
+
+    return np.array([tuple(r) for r in rows], dtype=RECORD)
+
+
+def test_thread_trace_counts_work_once_and_the_wait_for_split_helpers_as_idle():
+    from bench.thread_trace import work_intervals
+
+    # (thread, kind, index, start, end, function): thread 1 runs a workgroup whose loop is
+    # split; it runs two chunks itself, thread 2 two more, ending 20 ns after thread 1's last.
+    rows = _records([(1, 0, 0, 0, 100, 7), (1, 1, 0, 10, 40, 9), (2, 1, 8, 10, 45, 9),
+                     (1, 1, 16, 40, 70, 9), (2, 1, 24, 45, 90, 9)])
+    assert work_intervals(rows) == {1: 80.0, 2: 80.0}
+
+
+def test_thread_trace_splits_dispatches_at_a_repeated_workgroup():
+    from bench.thread_trace import dispatches
+
+    rows = _records([(1, 0, 0, 0, 10, 7), (2, 0, 1, 0, 12, 7), (1, 0, 0, 20, 30, 7), (1, 0, 1, 30, 41, 7),
+                     (1, 0, 0, 50, 55, 8)])
+    assert dispatches(rows, {7: "a", 8: "b"}) == [("a", 12, 22.0), ("a", 21, 21.0), ("b", 5, 5.0)]
