@@ -75,10 +75,19 @@ class Op:
         return bytes([PREFIX_OF_SET[self.opset], self.code])
 
     def field(self, name: str) -> Field:
-        return next(f for f in self.fields if f.name == name)
+        return self.fields[self.index(name)]
 
     def index(self, name: str) -> int:
-        return next(i for i, f in enumerate(self.fields) if f.name == name)
+        """The position of field `name` (looked up per instruction operand by the lowering
+        and the verifier: a table per op, built on first use)."""
+        table = self.__dict__.get("_index")
+        if table is None:
+            table = {f.name: i for i, f in enumerate(self.fields)}
+            object.__setattr__(self, "_index", table)
+        try:
+            return table[name]
+        except KeyError:
+            raise KeyError(f"vm.{self.name} has no field {name!r}") from None
 
 
 # --- dump forms: the template syntax the disassembler renders and the assembler reads ----
