@@ -68,3 +68,19 @@ def test_blocked_rows_agree_with_the_interpreter(instances, m, overlap):
         m = rows
     out = {name: _run(inst, m, m, overlap) for name, inst in backends.items()}
     assert out["jit"] == out["interp"]
+
+
+def test_a_two_column_image_is_blocked_two_by_thirty_two_around_a_conv_window(corpus_module):
+    """The corpus's 2x2-output 3x3 conv (compiled by iree-compile): its column loop runs
+    twice and holds the channel loop around the kernel window, so it is blocked SMALL_Q x 32
+    (the corpus tests check its results against IREE's interpreter)."""
+    from jitvm.verify.embedded import embedded_modules
+
+    m = corpus_module("mlir/conv_small_image")
+    host = load_module(m.vmfb.read_bytes())
+    plans = []
+    for _, data in embedded_modules(host):
+        for vf in verify_module(load_module(bytes(data))).functions:
+            plans += [p for p in (jam.plan(vf, nest) for nest in find_nests(vf)) if p is not None]
+    blocked = [(p.outer.factor, p.outer.inner) for p in plans if p.outer is not None]
+    assert (jam.SMALL_Q, 32) in blocked, f"register-blocked nests: {blocked}"
