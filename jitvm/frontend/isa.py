@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from .module import FEATURE_BITS
 
@@ -77,15 +78,15 @@ class Op:
     def field(self, name: str) -> Field:
         return self.fields[self.index(name)]
 
+    @cached_property
+    def _positions(self) -> dict[str, int]:
+        return {f.name: i for i, f in enumerate(self.fields)}
+
     def index(self, name: str) -> int:
         """The position of field `name` (looked up per instruction operand by the lowering
         and the verifier: a table per op, built on first use)."""
-        table = self.__dict__.get("_index")
-        if table is None:
-            table = {f.name: i for i, f in enumerate(self.fields)}
-            object.__setattr__(self, "_index", table)
         try:
-            return table[name]
+            return self._positions[name]
         except KeyError:
             raise KeyError(f"vm.{self.name} has no field {name!r}") from None
 

@@ -34,7 +34,7 @@ import ctypes
 
 from ..runtime import layout
 from ..runtime.native.hal.dispatch_args import VIEW_REFS
-from .workers import pool_fields, struct_fields
+from .workers import native, pool_fields, struct_fields
 
 RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
 SERIAL_MARGIN = 0.8  # the calling thread alone must be this much faster per workgroup to win
@@ -234,9 +234,7 @@ keep:
   %old = load double, ptr %pv
   %twice = fmul double %old, 2.0
   %jump = fcmp ogt double %per, %twice
-  %seen0 = icmp ne i32 %has, 0
-  %clamp = and i1 %jump, %seen0
-  %sample = select i1 %clamp, double %twice, double %per
+  %sample = select i1 %jump, double %twice, double %per
   %part_old = fmul double %old, 2.5e-01
   %part_new = fmul double %sample, 7.5e-01
   %mixed = fadd double %part_old, %part_new
@@ -627,8 +625,6 @@ class Sequence:
     def choose_threads(self, i: int) -> int:
         """The thread count step i's next run would get, as the native policy decides it
         (it counts the run: tests drive the policy through this with costs of their own)."""
-        from .workers import native
-
         s = self.steps[i]
         return native().choose_threads(self.address, ctypes.addressof(s), s.total)
 

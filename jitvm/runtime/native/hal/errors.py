@@ -46,7 +46,7 @@ def deref_vm_buffer(ref: Ref | None, what: str) -> VmBuffer:
 
 def buffer_string(ref: Ref | None, what: str) -> str:
     """A vm.buffer's bytes as text (IREE's iree_vm_buffer_as_string)."""
-    return deref_vm_buffer(ref, what).tobytes().decode("utf-8", "replace")
+    return str(BufferText(ref, what))
 
 
 class BufferText:
