@@ -57,7 +57,8 @@ class JitBackend:
         self.progress = progress
         self.threads = threads
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
-        # version_loops, jam_loops, jam_outer, share_copies, affine_indices, parallel_loops (ModuleLowering)
+        # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops
+        # (ModuleLowering)
         # and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
         self.target = targets.host()
@@ -109,7 +110,8 @@ class JitBackend:
                              f"{f', {min(processes, len(groups))} processes' if len(groups) > 1 else ''})") \
             if self.progress else None
         steps = {n: options[n] for n in
-                 ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "parallel_loops") if n in options}
+                 ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
+                  "parallel_loops") if n in options}
         lowered = []
 
         def texts():  # lowered one group at a time, while the workers compile the previous ones

@@ -382,7 +382,7 @@ def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
     sharing = CopySharing(e, blocks, {loop.header: (P_LANE, loop.iv, loop.header + 1, None)}, loop.header, u, 1,
                           e.mod.share_copies)
     _lower_copies(e, blocks, u, lambda t: jam_header if t == loop.header else blocks[t], sharing)
-    e.copy, e.renamed, e.jam_copy = None, frozenset(), None
+    e.copy, e.renamed, e.jam_copy, e.jam_lanes, e.jam_index = None, frozenset(), None, {}, None
 
 
 def emit_outer(e, plan: JamPlan, q_header, q_rem_header, apart) -> None:
@@ -422,7 +422,7 @@ def emit_outer(e, plan: JamPlan, q_header, q_rem_header, apart) -> None:
     headers = {q.header: (Q_LANE, q.iv, q.header + 1, None), p.header: (P_LANE, p.iv, p.header + 1, p.exit)}
     sharing = CopySharing(e, blocks, headers, q.header, n, factor, e.mod.share_copies)
     _lower_copies(e, blocks, n, target, sharing)
-    e.copy, e.renamed, e.jam_copy = None, frozenset(), None
+    e.copy, e.renamed, e.jam_copy, e.jam_lanes, e.jam_index = None, frozenset(), None, {}, None
 
 
 def _group_start(e, ev, loop: Loop, count: int, apart, entry_name: str, otherwise):
@@ -455,6 +455,7 @@ def _spread_iv(e, loop: Loop, start, step, n: int, lane) -> None:
         e.copy = None if k == n - 1 else k
         e.set(iv, e.b.add(start, e.b.mul(step, const(I64, lane(k)))), "i64")
     e.copy = None
+    e.jam_lanes[loop.id] = (lane, step)
 
 
 def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
@@ -515,8 +516,10 @@ def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
             remap(block.last, "", term["operands"])
             dest = vf.block_of_pc[term["dest_pc"]]
             br = b.branch(target(dest))
-            if dest in blocks and dest <= i and _short_loop(e, dest):
-                br.set_metadata("llvm.loop", e.mod.module.loop_node('!"llvm.loop.unroll.disable"'))
+            if dest in blocks and dest <= i:
+                unrolling = _unroll_property(e, dest)
+                if unrolling:
+                    br.set_metadata("llvm.loop", e.mod.module.loop_node(unrolling))
         else:
             sharing.now = ("cond", block.last)
             e.copy = 0 if n > 1 else None
@@ -549,16 +552,21 @@ def _results(ins) -> list:
 # unrolls them by 2 once the copies share their values, and the remainder handling on
 # every entry costs more than it saves (ResNet's 3x3 convs over 64-256 channels, one thread:
 # 56x56x64 4.09 -> 3.57 ms, 4x4x256 3.65 -> 3.04 ms), while 512-long reductions gain from it
-# (4x2048x512 1.15 -> 0.52 ms).
+# (4x2048x512 1.15 -> 0.52 ms). Loops whose trip count is known only at run time are not
+# unrolled at run time either: since the copies derive their indices from each other
+# (guard.proven_index) their bodies are small enough for LLVM to unroll a convolution's
+# window loops by 2, and ResNet-50-style's 3x3 convs slowed 7-15%.
 UNROLL_MIN_TRIPS = 512
 
 
-def _short_loop(e, header: int) -> bool:
-    """Whether the inner loop with this VM header block runs a known, short trip count."""
+def _unroll_property(e, header: int) -> str | None:
+    """The unrolling property of the inner loop with this VM header block, if any."""
     from .loops import static_trips
 
     for loop in e.nest_loops.values():
         if loop.header == header:
             trips = static_trips(e.vf, loop)
-            return trips is not None and trips < UNROLL_MIN_TRIPS
-    return False
+            if trips is None:
+                return '!"llvm.loop.unroll.runtime.disable"'
+            return '!"llvm.loop.unroll.disable"' if trips < UNROLL_MIN_TRIPS else None
+    return None

@@ -55,7 +55,8 @@ class LoweredModule:
 class ModuleLowering:
     def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = "",
                  version_loops: bool = True, jam_loops: bool = True, affine_indices: bool = True,
-                 parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True):
+                 parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True,
+                 derive_indices: bool = True):
         self.verified = verified
         self.version_loops = version_loops  # guarded copies of loop nests without per-access checks
         self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.jam)
@@ -64,6 +65,7 @@ class ModuleLowering:
         self.blocked_nests = 0  # nests lowered register-blocked (statistics)
         self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.parallel)
         self.affine_indices = affine_indices  # their indices rebuilt from the affine form (guard.proven_index)
+        self.derive_indices = derive_indices  # ... a jammed copy's from another copy's (guard.proven_index)
         self.key = key
         self.module = ir.Module(name=f"jitvm.{verified.name}")
         if triple:
