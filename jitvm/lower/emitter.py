@@ -247,6 +247,10 @@ class Emitter:
         slots = self._shadow_slots(reg.index)
         return {n: self.b.load(slots[n], typ=t) for n, t in self._SHADOW_FIELDS}
 
+    def buffer_field(self, reg: Reg, name: str):
+        """One of those facts, loaded here."""
+        return self.b.load(self._shadow_slots(reg.index)[name], typ=dict(self._SHADOW_FIELDS)[name])
+
     def take_ref(self, reg: Reg, allow_move: bool = True):
         """An owned reference to a register's object: the register's own if moved, else +1."""
         value = self.get(reg, "ref")

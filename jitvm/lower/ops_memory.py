@@ -87,16 +87,34 @@ for _ty in ("i32", "i64", "f32", "f64"):
 # --- buffers ------------------------------------------------------------------------------------
 
 class BufferView:
-    """A checked-non-null vm.buffer operand: its object, data pointer and length."""
+    """A checked-non-null vm.buffer operand: its object, data pointer and length.
+
+    The facts are loaded from the register's shadow (maintained on every write of the
+    register) when first used: a proven access needs the data pointer alone, and a jammed
+    nest has thousands of them."""
 
     def __init__(self, e, reg, what: str):
-        shadow = e.buffer_shadow(reg)  # maintained on every write of the register
+        self._e, self._reg, self._facts = e, reg, {}
         self.proven = e.index in e.unchecked  # a loop guard checked this access for all iterations
         if not self.proven:
-            e.check(shadow["ok"], traps.NULL_REF, message=what)
-        self.data = shadow["data"]
-        self.length = shadow["length"]
-        self.access = shadow["access"]
+            e.check(self._fact("ok"), traps.NULL_REF, message=what)
+
+    def _fact(self, name: str):
+        if name not in self._facts:
+            self._facts[name] = self._e.buffer_field(self._reg, name)
+        return self._facts[name]
+
+    @property
+    def data(self):
+        return self._fact("data")
+
+    @property
+    def length(self):
+        return self._fact("length")
+
+    @property
+    def access(self):
+        return self._fact("access")
 
     def check_mutable(self, e) -> None:
         if self.proven:
