@@ -100,7 +100,9 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
         be = _jit_backend(threads)
     register_hal_types()
     module = load_module(source)
-    loaded = LoadedModule(verify_module(module, verify_features), be)
+    verified = verify_module(module, verify_features)
+    prefetch = _prefetch(module, be)
+    loaded = LoadedModule(verified, be)
     wanted = [d.name for d in module.dependencies] + [i.module_name for i in module.imports]
     factories = _native_modules(be, _trace_adapter(trace))
     context = Context()
@@ -109,7 +111,18 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
         if name in factories:
             natives[name] = context.add(factories[name]())
     instance = context.add(loaded)
+    if prefetch is not None:
+        prefetch.join()  # the initializer created the executables (or they are loaded for later)
     return Module(context, instance, natives)
+
+
+def _prefetch(module, backend):
+    """The JIT compiles the embedded executables while it compiles the host module."""
+    if getattr(backend, "name", None) != "jit":
+        return None
+    from .runtime.native.hal.executable import Prefetch
+
+    return Prefetch(module, backend)
 
 
 def _trace_adapter(trace):

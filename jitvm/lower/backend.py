@@ -38,13 +38,14 @@ class _Progress:
 
     def _show(self):
         self.shown = True
-        print(f"jitvm: compiling {self.what} ...", file=sys.stderr, flush=True)
+        sys.stderr.write(f"jitvm: compiling {self.what} ...\n")  # one write: modules compile on two threads
+        sys.stderr.flush()
 
     def done(self):
         self.timer.cancel()
         if self.shown:
-            print(f"jitvm: compiled {self.what} in {time.perf_counter() - self.start:.1f} s",
-                  file=sys.stderr, flush=True)
+            sys.stderr.write(f"jitvm: compiled {self.what} in {time.perf_counter() - self.start:.1f} s\n")
+            sys.stderr.flush()
 
 
 class JitBackend:

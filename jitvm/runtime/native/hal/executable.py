@@ -70,21 +70,82 @@ _loaded_cache: "weakref.WeakValueDictionary[tuple, object]" = weakref.WeakValueD
 _cache_lock = threading.Lock()
 
 
+_pending: dict[tuple, threading.Event] = {}  # keys being loaded by a Prefetch
+
+
+def _key(data: bytes, backend) -> tuple:
+    return id(backend), hashlib.sha256(data).digest()
+
+
 def _load(data: bytes, backend):
+    key = _key(data, backend)
+    with _cache_lock:
+        loaded = _loaded_cache.get(key)
+        pending = _pending.get(key)
+    if loaded is None and pending is not None:
+        pending.wait()  # a prefetch of these bytes is under way
+        with _cache_lock:
+            loaded = _loaded_cache.get(key)
+    if loaded is None:
+        loaded = _load_now(key, data, backend)
+    return loaded
+
+
+def _load_now(key: tuple, data: bytes, backend):
     from ....frontend.module import load_module
     from ....verify import verify_module
     from ...bytecode import LoadedModule
 
-    key = (id(backend), hashlib.sha256(data).digest())
+    module = load_module(data, origin=f"<{VMVX_FORMAT} executable>")
+    loaded = LoadedModule(verify_module(module), backend)
+    loaded._cache_backend = backend  # keeps id(backend) meaningful while cached
     with _cache_lock:
-        loaded = _loaded_cache.get(key)
-    if loaded is None:
-        module = load_module(data, origin=f"<{VMVX_FORMAT} executable>")
-        loaded = LoadedModule(verify_module(module), backend)
-        loaded._cache_backend = backend  # keeps id(backend) meaningful while cached
-        with _cache_lock:
-            _loaded_cache[key] = loaded
+        _loaded_cache[key] = loaded
     return loaded
+
+
+class Prefetch:
+    """Loads (verifies, prepares: the JIT compiles) the modules embedded in a host module's
+    rodata on a thread of its own, while the caller compiles the host module: the host's
+    initializer then finds its executables loaded, or waits for them, instead of starting
+    them only when the host is done (a ResNet's host module takes a second and a core
+    idles meanwhile). A failure is dropped here: executable.create meets it again, where
+    IREE raises it. `loaded` keeps the results alive until the host holds them."""
+
+    def __init__(self, module, backend):
+        from ....frontend.archive import parse_archive
+        from ....errors import FormatError
+
+        self.loaded: list = []
+        jobs = []
+        for seg in module.rodata:
+            try:
+                parse_archive(seg.data, "<rodata>")  # reads the headers only
+            except FormatError:
+                continue
+            data = bytes(seg.data)
+            key = _key(data, backend)
+            with _cache_lock:
+                if key in _pending or _loaded_cache.get(key) is not None:
+                    continue
+                _pending[key] = threading.Event()
+            jobs.append((key, data))
+        self._thread = threading.Thread(target=self._run, args=(jobs, backend), name="jitvm-prefetch", daemon=True)
+        self._thread.start()
+
+    def _run(self, jobs, backend) -> None:
+        for key, data in jobs:
+            try:
+                self.loaded.append(_load_now(key, data, backend))
+            except Exception:  # noqa: BLE001 - raised again by executable.create
+                pass
+            finally:
+                with _cache_lock:
+                    done = _pending.pop(key)
+                done.set()
+
+    def join(self) -> None:
+        self._thread.join()
 
 
 def _int_attr(fn: Function, key: str) -> int:
