@@ -101,8 +101,9 @@ class Emitter:
         self.alias: dict = {}  # (buffer register, jammed copy) -> (scope, noalias) metadata
         self.jam_copy = None  # which jammed copy is being lowered (None: the remainder loop)
         # While a jammed region is lowered: loop id -> (lane, step) of each jammed loop, copy
-        # k's iv being the group's start + lane(k) * step (lower.jam), and the last proven
-        # index lowered (guard.proven_index derives the other copies' from it).
+        # k's iv being the group's start + lane(k) * step (lower.jam), and (instruction, block,
+        # copy, index) of the first copy's proven index of the instruction being lowered
+        # (guard.proven_index derives the other copies' from it).
         self.jam_lanes: dict = {}
         self.jam_index = None
         self._depth_ptr = None

@@ -131,7 +131,7 @@ def proven_index(e, access):
     partial sum fits in i64 over the whole iteration box, so the arithmetic is `nsw`.
     """
     ev = InvariantEval(e, proven=True)
-    derived = _from_last_copy(e, ev, access)
+    derived = _derived_from_first_copy(e, ev, access)
     if derived is not None:
         return derived
     index = ev.expr(access.element.b)
@@ -149,16 +149,18 @@ def proven_index(e, access):
     return index
 
 
-def _from_last_copy(e, ev, access):
+def _derived_from_first_copy(e, ev, access):
     """In a jammed region, copy k's index from the first copy j that lowered the same
     instruction in the same block: j's index plus coeff * (lane(k) - lane(j)) * step for
     each jammed loop. The copies are points of the iteration box the guard checked, so every
     term is a difference of two in-range indices and the arithmetic is `nsw`. It leaves
     LLVM one add per copy instead of the whole sum (a ResNet conv has 64 copies)."""
-    last = e.jam_index
-    if not e.mod.derive_indices or e.jam_copy is None or last is None or last[0] != e.index or last[1] is not e.b.block:
+    first = e.jam_index
+    if not e.mod.derive_indices or e.jam_copy is None or first is None:
         return None
-    _, _, j, index = last
+    instruction, block, j, index = first
+    if instruction != e.index or block is not e.b.block:
+        return None
     k = e.jam_copy
     for loop_id in access.loops:
         if loop_id not in e.jam_lanes:
