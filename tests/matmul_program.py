@@ -65,3 +65,19 @@ def matmul_vmasm(rows: int | None = None, cols: int | None = None, depth: int | 
 
     return (_TEMPLATE.replace("ROWS", extent(rows, 4, 0)).replace("COLS", extent(cols, 6, 1))
             .replace("DEPTH", extent(depth, 8, 2)).replace("ACCUMULATE", _FUSED if fused else _UNFUSED))
+
+
+def run_matmul(inst, m: int, n: int, k: int, seed: int, out_rows: int | None = None,
+               overlap: bool = False) -> bytes:
+    """One call of @mm on seeded random buffers; the output's bytes after it. The output has
+    `out_rows` rows (default m); with `overlap` it is also the right-hand side."""
+    import numpy as np
+
+    from jitvm.runtime.objects import VmBuffer
+
+    rng = np.random.default_rng(seed)
+    a = VmBuffer.from_bytes(rng.standard_normal(m * k).astype(np.float32).tobytes())
+    out = VmBuffer.from_bytes(rng.standard_normal((out_rows or m) * n).astype(np.float32).tobytes())
+    b = out if overlap else VmBuffer.from_bytes(rng.standard_normal(k * n).astype(np.float32).tobytes())
+    inst.lookup("mm").call([out, a, b, m, n, k])
+    return out.tobytes()

@@ -8,7 +8,6 @@ place. With sharing off, the same programs give the same bytes and lower more co
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
@@ -19,10 +18,9 @@ from jitvm.lower.backend import JitBackend
 from jitvm.lower.copy_sharing import ALL_LANES, P_LANE, Q_LANE
 from jitvm.lower.loops import find_nests
 from jitvm.lower.module import ModuleLowering
-from jitvm.runtime.objects import VmBuffer
 from jitvm.verify import verify_module
 from tests.interp_support import instantiate
-from tests.matmul_program import matmul_vmasm
+from tests.matmul_program import matmul_vmasm, run_matmul
 
 N, K = 32, 5
 
@@ -115,12 +113,7 @@ def test_sharing_off_lowers_every_copy():
 
 
 def _run(inst, m: int, seed: int) -> bytes:
-    rng = np.random.default_rng(seed)
-    a = VmBuffer.from_bytes(rng.standard_normal(m * K).astype(np.float32).tobytes())
-    out = VmBuffer.from_bytes(rng.standard_normal(m * N).astype(np.float32).tobytes())
-    b = VmBuffer.from_bytes(rng.standard_normal(K * N).astype(np.float32).tobytes())
-    inst.lookup("mm").call([out, a, b, m, N, K])
-    return out.tobytes()
+    return run_matmul(inst, m, N, K, seed)
 
 
 @pytest.fixture(scope="module", params=[None, 8], ids=["rows from the argument", "8 rows"])

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
@@ -17,10 +16,9 @@ from jitvm.frontend import assemble
 from jitvm.frontend.module import load_module
 from jitvm.lower.backend import JitBackend
 from jitvm.lower.module import ModuleLowering
-from jitvm.runtime.objects import VmBuffer
 from jitvm.verify import verify_module
 from tests.interp_support import instantiate
-from tests.matmul_program import matmul_vmasm
+from tests.matmul_program import matmul_vmasm, run_matmul
 
 SHAPES = {  # name -> matmul_vmasm's (rows, cols, depth); None: from the call's arguments
     "constant extents": (8, 64, 5),
@@ -41,15 +39,6 @@ def test_derived_copies_leave_less_index_arithmetic(shape):
     assert on < 0.7 * off, (on, off)
 
 
-def _run(inst, m: int, n: int, k: int, seed: int) -> bytes:
-    rng = np.random.default_rng(seed)
-    a = VmBuffer.from_bytes(rng.standard_normal(m * k).astype(np.float32).tobytes())
-    out = VmBuffer.from_bytes(rng.standard_normal(m * n).astype(np.float32).tobytes())
-    b = VmBuffer.from_bytes(rng.standard_normal(k * n).astype(np.float32).tobytes())
-    inst.lookup("mm").call([out, a, b, m, n, k])
-    return out.tobytes()
-
-
 @pytest.fixture(scope="module", params=list(SHAPES), ids=list(SHAPES))
 def backends(request):
     shape = SHAPES[request.param]
@@ -67,6 +56,6 @@ def backends(request):
 def test_derived_indices_agree_with_the_interpreter(backends, m, n, k):
     shape, insts = backends
     m, n, k = (given if given is not None else asked for given, asked in zip(shape, (m, n, k)))
-    out = {name: _run(inst, m, n, k, m * n + k) for name, inst in insts.items()}
+    out = {name: run_matmul(inst, m, n, k, m * n + k) for name, inst in insts.items()}
     assert out["derived"] == out["interp"]
     assert out["full"] == out["interp"]

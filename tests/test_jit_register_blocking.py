@@ -6,7 +6,6 @@ overlaps an input (the buffers are not apart: the blocked copy must not run)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
@@ -15,10 +14,9 @@ from jitvm.frontend.module import load_module
 from jitvm.lower import jam
 from jitvm.lower.backend import JitBackend
 from jitvm.lower.loops import find_nests
-from jitvm.runtime.objects import VmBuffer
 from jitvm.verify import verify_module
 from tests.interp_support import instantiate
-from tests.matmul_program import matmul_vmasm
+from tests.matmul_program import matmul_vmasm, run_matmul
 
 N, K = 32, 5  # columns (P: 2 groups of 16 per row), reduction length
 
@@ -52,12 +50,7 @@ def test_the_row_loop_is_blocked_over_the_column_groups():
 
 
 def _run(inst, m: int, seed: int, overlap: bool) -> bytes:
-    rng = np.random.default_rng(seed)
-    a = VmBuffer.from_bytes(rng.standard_normal(m * K).astype(np.float32).tobytes())
-    out = VmBuffer.from_bytes(rng.standard_normal(max(m, K) * N).astype(np.float32).tobytes())
-    b = out if overlap else VmBuffer.from_bytes(rng.standard_normal(K * N).astype(np.float32).tobytes())
-    inst.lookup("mm").call([out, a, b, m, N, K])
-    return out.tobytes()
+    return run_matmul(inst, m, N, K, seed, out_rows=max(m, K), overlap=overlap)
 
 
 @pytest.mark.parametrize("m", [4, 5, 6, 7, 9, 12])

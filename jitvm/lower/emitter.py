@@ -207,6 +207,7 @@ class Emitter:
     # --- buffer shadows ---------------------------------------------------------------------------
 
     _SHADOW_FIELDS = (("ok", I1), ("data", PTR), ("length", I64), ("access", I32))
+    _SHADOW_TYPES = dict(_SHADOW_FIELDS)
 
     def _shadow_slots(self, index: int):
         slots = self.shadow.get(index)
@@ -250,7 +251,7 @@ class Emitter:
 
     def buffer_field(self, reg: Reg, name: str):
         """One of those facts, loaded here."""
-        return self.b.load(self._shadow_slots(reg.index)[name], typ=dict(self._SHADOW_FIELDS)[name])
+        return self.b.load(self._shadow_slots(reg.index)[name], typ=self._SHADOW_TYPES[name])
 
     def take_ref(self, reg: Reg, allow_move: bool = True):
         """An owned reference to a register's object: the register's own if moved, else +1."""

@@ -130,8 +130,11 @@ class Prefetch:
                     continue
                 _pending[key] = threading.Event()
             jobs.append((key, data))
-        self._thread = threading.Thread(target=self._run, args=(jobs, backend), name="jitvm-prefetch", daemon=True)
-        self._thread.start()
+        self._thread = None  # most modules embed nothing: no thread then
+        if jobs:
+            self._thread = threading.Thread(target=self._run, args=(jobs, backend), name="jitvm-prefetch",
+                                            daemon=True)
+            self._thread.start()
 
     def _run(self, jobs, backend) -> None:
         for key, data in jobs:
@@ -145,7 +148,8 @@ class Prefetch:
                 done.set()
 
     def join(self) -> None:
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
 
 
 def _int_attr(fn: Function, key: str) -> int:
