@@ -72,7 +72,7 @@ def _ir_text() -> str:
     l_mode, l_etype, l_esize = _o("List", "mode"), _o("List", "element_type"), _o("List", "element_size")
     l_size, l_cap, l_storage = _o("List", "size"), _o("List", "capacity"), _o("List", "storage")
     v_tag, v_bits, v_size = _o("Variant", "tag"), _o("Variant", "bits"), layout.sizeof("Variant")
-    buffer_size, list_size = layout.sizeof("Buffer"), layout.sizeof("List")
+    buffer_size, list_size, object_size = layout.sizeof("Buffer"), layout.sizeof("List"), layout.sizeof("Object")
     t_kind, t_args, t_message = _o("Trap", "kind"), _o("Trap", "args"), _o("Trap", "message")
     t_frame_count, t_frames = _o("Trap", "frame_count"), _o("Trap", "frames")
     f_function, f_pc, frame_size = _o("Frame", "function"), _o("Frame", "pc"), layout.sizeof("Frame")
@@ -113,12 +113,6 @@ done:
   ret void
 }}
 
-define void @jv_free_object(ptr %o) {{
-entry:
-  call void @free(ptr %o)
-  ret void
-}}
-
 define void @jv_buffer_destroy(ptr %b) {{
 entry:
   %pa = getelementptr inbounds i8, ptr %b, i64 {b_alloc}
@@ -128,6 +122,32 @@ entry:
   %origin = load ptr, ptr %po
   call void @jv_release(ptr %origin)
   call void @free(ptr %b)
+  ret void
+}}
+
+; Python-backed objects (runtime.objects.NativeObject): a header whose destruction calls
+; Python's hook (which drops the Python object) and then frees the header. The hook is the
+; same for every object; each creation stores it, so no separate set-up call is needed.
+@python_destroy_hook = internal global ptr null
+
+define ptr @jv_python_object_new(i32 %type, ptr %hook) {{
+entry:
+  store atomic ptr %hook, ptr @python_destroy_hook monotonic, align 8
+  %o = call ptr @malloc(i64 {object_size})
+  %null = icmp eq ptr %o, null
+  br i1 %null, label %fail, label %init
+init:
+  call void @init_header(ptr %o, i32 %type, ptr @python_object_destroy)
+  ret ptr %o
+fail:
+  ret ptr null
+}}
+
+define internal void @python_object_destroy(ptr %o) {{
+entry:
+  %hook = load atomic ptr, ptr @python_destroy_hook monotonic, align 8
+  call void %hook(ptr %o)
+  call void @free(ptr %o)
   ret void
 }}
 
@@ -454,7 +474,7 @@ fail:
 PROTOTYPES = {
     "jv_retain": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_release": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
-    "jv_free_object": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
+    "jv_python_object_new": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p),
     "jv_buffer_destroy": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_list_destroy": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_buffer_alloc": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32),

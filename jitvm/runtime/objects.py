@@ -313,15 +313,15 @@ def _coerce(fmt: str, value):
 
 # --- Python-backed ref types -------------------------------------------------------------------
 
-_live: dict[int, object] = {}
-_live_lock = threading.Lock()
+_live: dict[int, object] = {}  # header address -> Python object (single dict operations: atomic)
+_class_type_ids: dict[type, int] = {}
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 def _destroy_python_object(addr):
-    with _live_lock:
-        obj = _live.pop(addr, None)
-    nativelib.fn.jv_free_object(addr)
+    """Native code's hook when a Python-backed object's last reference goes (the native side
+    frees the header afterwards)."""
+    obj = _live.pop(addr, None)
     if obj is not None:
         obj.on_destroy()
 
@@ -345,16 +345,16 @@ class NativeObject:
         return obj._attach()
 
     def _attach(self) -> Ref:
-        tid = register_type(type(self).type_name)
-        libc_malloc = _libc_malloc()
-        addr = libc_malloc(layout.sizeof("Object"))
+        cls = type(self)
+        tid = _class_type_ids.get(cls)
+        if tid is None:
+            tid = _class_type_ids[cls] = register_type(cls.type_name)
+        # One native call allocates and fills the header (a HAL call creates several objects).
+        addr = nativelib.fn.jv_python_object_new(tid, _DESTROY_ADDRESS)
         if not addr:
             raise Error("out of memory allocating an object header")
-        h = ObjectT.from_address(addr)
-        h.refcount, h.type_id, h.flags, h.destroy = 1, tid, 0, _DESTROY_ADDRESS
         self.addr = addr
-        with _live_lock:
-            _live[addr] = self
+        _live[addr] = self
         return Ref(addr, retain_it=False)
 
     def on_destroy(self) -> None:
@@ -363,18 +363,6 @@ class NativeObject:
     def ref(self) -> Ref:
         """A new owning reference to this (still live) object."""
         return Ref(self.addr)
-
-
-_malloc = None
-
-
-def _libc_malloc():
-    global _malloc
-    if _malloc is None:
-        m = ctypes.CDLL(None).malloc
-        m.restype, m.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-        _malloc = m
-    return _malloc
 
 
 def payload(addr: int, cls: type | None = None):
