@@ -78,6 +78,28 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("resolved", "u32"),
         ("reserved", "u32"),
     ],
+    # What the HAL's native fast paths (runtime.native.hal.fastpath) read of Python-backed
+    # objects, right after their header: written when the object is created, never after
+    # (the Python fields they mirror are fixed at construction).
+    "HalBufferViewFacts": [
+        ("header", "Object"),
+        ("buffer", "ptr"),  # the view's hal.buffer (the view holds a reference)
+        ("element_type", "u32"),
+        ("encoding_type", "u32"),
+        ("rank", "u32"),  # FACTS_NO_RANK: more dims than `dims` holds (fast paths defer to Python)
+        ("reserved", "u32"),
+        ("dims", ("array", "i64", 8)),
+    ],
+    "HalBufferFacts": [
+        ("header", "Object"),
+        ("byte_length", "u64"),
+        ("memory_type", "u32"),
+        ("allowed_usage", "u32"),
+    ],
+    "HalDeviceFacts": [
+        ("header", "Object"),
+        ("allocator", "ptr"),  # the device's hal.allocator (held by the device)
+    ],
     # Per-context state of one bytecode module instance.
     "ModuleState": [
         ("rwdata", "ptr"),  # global bytes
@@ -100,6 +122,8 @@ BUFFER_ORIGIN_GUEST = 1 << 2
 BUFFER_ORIGIN_HOST = 1 << 3
 
 LIST_VALUE, LIST_REF, LIST_VARIANT = 0, 1, 2
+
+FACTS_NO_RANK = 0xFFFFFFFF  # HalBufferViewFacts.rank of a view with more dims than it holds
 
 # Value type codes (list element types, variant tags); 0 means none/empty.
 VALUE_CODES = {"i8": 1, "i16": 2, "i32": 3, "i64": 4, "f32": 5, "f64": 6}

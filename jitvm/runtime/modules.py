@@ -39,11 +39,15 @@ class Function:
 class PythonFunction(Function):
     """A function implemented by a Python callable taking and returning plain values."""
 
-    def __init__(self, name: str, cconv: str | CallingConvention, impl: Callable, attrs=()):
+    def __init__(self, name: str, cconv: str | CallingConvention, impl: Callable, attrs=(),
+                 native_fast_path: Callable[[], int] | None = None):
         self.name = name
         self.cconv = parse_cconv(cconv, name) if isinstance(cconv, str) else cconv
         self.impl = impl
         self.attrs = tuple(attrs)
+        # Returns the address of a native function with the same convention that handles the
+        # ordinary case itself and calls its ctx (this function's trampoline) for the rest.
+        self.native_fast_path = native_fast_path
         self._trampoline = None
 
     def call(self, args: Sequence) -> list:
@@ -71,13 +75,16 @@ class PythonFunction(Function):
                     return traps.park_exception(trap, e)
 
             self._trampoline = abi.NATIVE_FN(trampoline)
-        return ctypes.cast(self._trampoline, ctypes.c_void_p).value, 0
+        python = ctypes.cast(self._trampoline, ctypes.c_void_p).value
+        fast = self.native_fast_path() if self.native_fast_path is not None else 0
+        return (fast, python) if fast else (python, 0)
 
 
-def export(name: str, cconv: str):
-    """Declares a NativeModule method as the export `name` with calling convention `cconv`."""
+def export(name: str, cconv: str, native_fast_path: Callable[[], int] | None = None):
+    """Declares a NativeModule method as the export `name` with calling convention `cconv`
+    (and the native fast path compiled code calls instead: `PythonFunction`)."""
     def mark(method):
-        method.__vm_export__ = (name, cconv)
+        method.__vm_export__ = (name, cconv, native_fast_path)
         return method
     return mark
 
@@ -118,9 +125,9 @@ class NativeModule(ModuleInstance):
             for attr, value in vars(cls).items():
                 spec = getattr(value, "__vm_export__", None)
                 if spec:
-                    fname, cconv = spec
+                    fname, cconv, fast = spec
                     self._functions[fname] = PythonFunction(f"{self.name}.{fname}", cconv,
-                                                            getattr(self, attr))
+                                                            getattr(self, attr), native_fast_path=fast)
 
     @classmethod
     def register_types(cls) -> None:

@@ -72,7 +72,7 @@ def _ir_text() -> str:
     l_mode, l_etype, l_esize = _o("List", "mode"), _o("List", "element_type"), _o("List", "element_size")
     l_size, l_cap, l_storage = _o("List", "size"), _o("List", "capacity"), _o("List", "storage")
     v_tag, v_bits, v_size = _o("Variant", "tag"), _o("Variant", "bits"), layout.sizeof("Variant")
-    buffer_size, list_size, object_size = layout.sizeof("Buffer"), layout.sizeof("List"), layout.sizeof("Object")
+    buffer_size, list_size = layout.sizeof("Buffer"), layout.sizeof("List")
     t_kind, t_args, t_message = _o("Trap", "kind"), _o("Trap", "args"), _o("Trap", "message")
     t_frame_count, t_frames = _o("Trap", "frame_count"), _o("Trap", "frames")
     f_function, f_pc, frame_size = _o("Frame", "function"), _o("Frame", "pc"), layout.sizeof("Frame")
@@ -125,15 +125,16 @@ entry:
   ret void
 }}
 
-; Python-backed objects (runtime.objects.NativeObject): a header whose destruction calls
-; Python's hook (which drops the Python object) and then frees the header. The hook is the
+; Python-backed objects (runtime.objects.NativeObject): a header (followed by the facts
+; native code reads of some of them: %size bytes in all) whose destruction calls Python's
+; hook (which drops the Python object) and then frees the memory. The hook is the
 ; same for every object; each creation stores it, so no separate set-up call is needed.
 @python_destroy_hook = internal global ptr null
 
-define ptr @jv_python_object_new(i32 %type, ptr %hook) {{
+define ptr @jv_python_object_new(i32 %type, ptr %hook, i64 %size) {{
 entry:
   store atomic ptr %hook, ptr @python_destroy_hook monotonic, align 8
-  %o = call ptr @malloc(i64 {object_size})
+  %o = call ptr @malloc(i64 %size)
   %null = icmp eq ptr %o, null
   br i1 %null, label %fail, label %init
 init:
@@ -474,7 +475,7 @@ fail:
 PROTOTYPES = {
     "jv_retain": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_release": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
-    "jv_python_object_new": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p),
+    "jv_python_object_new": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_uint64),
     "jv_buffer_destroy": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_list_destroy": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_buffer_alloc": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32),

@@ -314,7 +314,7 @@ def _coerce(fmt: str, value):
 # --- Python-backed ref types -------------------------------------------------------------------
 
 _live: dict[int, object] = {}  # header address -> Python object (single dict operations: atomic)
-_class_type_ids: dict[type, int] = {}
+_class_layouts: dict[type, tuple[int, int, type]] = {}  # class -> (type id, size, struct)
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_void_p)
@@ -337,6 +337,9 @@ class NativeObject:
     """
 
     type_name: ClassVar[str] = ""
+    # A runtime.layout struct starting with the header, whose other fields `write_facts`
+    # fills for native code to read (None: the header alone).
+    facts: ClassVar[str | None] = None
     addr: int = 0
 
     @classmethod
@@ -346,16 +349,23 @@ class NativeObject:
 
     def _attach(self) -> Ref:
         cls = type(self)
-        tid = _class_type_ids.get(cls)
-        if tid is None:
-            tid = _class_type_ids[cls] = register_type(cls.type_name)
+        known = _class_layouts.get(cls)
+        if known is None:
+            struct = layout.CTYPES[cls.facts] if cls.facts else ObjectT
+            known = _class_layouts[cls] = (register_type(cls.type_name), ctypes.sizeof(struct), struct)
+        tid, size, struct = known
         # One native call allocates and fills the header (a HAL call creates several objects).
-        addr = nativelib.fn.jv_python_object_new(tid, _DESTROY_ADDRESS)
+        addr = nativelib.fn.jv_python_object_new(tid, _DESTROY_ADDRESS, size)
         if not addr:
             raise Error("out of memory allocating an object header")
+        if cls.facts:
+            self.write_facts(struct.from_address(addr))
         self.addr = addr
         _live[addr] = self
         return Ref(addr, retain_it=False)
+
+    def write_facts(self, facts) -> None:
+        """Fills the `facts` struct after the header (classes that declare one)."""
 
     def on_destroy(self) -> None:
         """Called once the last native reference is gone; release what the object holds."""

@@ -37,6 +37,7 @@ class HalBuffer(NativeObject):
     """An allocation or a subspan of one; `memory` is the allocation's native storage."""
 
     type_name = "hal.buffer"
+    facts = "HalBufferFacts"
 
     def __init__(self, memory: VmBuffer, byte_offset: int, byte_length: int, memory_type: int,
                  allowed_access: int, allowed_usage: int, parent: "HalBuffer | None" = None):
@@ -48,6 +49,10 @@ class HalBuffer(NativeObject):
         self.allowed_usage = allowed_usage
         self._parent_ref = parent.ref() if parent is not None else None  # subspans keep their allocation
         self.preserve_count = 0
+
+    def write_facts(self, facts) -> None:
+        facts.byte_length, facts.memory_type, facts.allowed_usage = \
+            self.byte_length, self.memory_type, self.allowed_usage
 
     def exclusively_owned(self) -> bool:
         """Whether this buffer is a whole allocation whose memory nothing else references."""

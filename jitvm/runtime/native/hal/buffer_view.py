@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ... import layout
 from ...objects import NativeObject, Ref
 from . import types as t
 from .buffer import HalBuffer
@@ -19,12 +20,22 @@ from .errors import hal_error, own
 
 class HalBufferView(NativeObject):
     type_name = "hal.buffer_view"
+    facts = "HalBufferViewFacts"
 
     def __init__(self, buffer: Ref, shape: tuple[int, ...], element_type: int, encoding_type: int):
         self.buffer_ref = own(buffer)
         self.shape = tuple(shape)
         self.element_type = element_type
         self.encoding_type = encoding_type
+
+    def write_facts(self, facts) -> None:
+        facts.buffer = self.buffer_ref.addr
+        facts.element_type, facts.encoding_type = self.element_type, self.encoding_type
+        if len(self.shape) <= len(facts.dims):
+            facts.rank = len(self.shape)
+            facts.dims[:len(self.shape)] = self.shape
+        else:
+            facts.rank = layout.FACTS_NO_RANK
 
     @property
     def buffer(self) -> HalBuffer:

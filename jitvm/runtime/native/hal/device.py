@@ -27,11 +27,15 @@ def match_pattern(value: str, pattern: str) -> bool:
 
 class HalDevice(NativeObject):
     type_name = "hal.device"
+    facts = "HalDeviceFacts"
 
     def __init__(self, backend, runner):
         self.backend = backend  # executables are prepared with the host module's backend
         self.runner = runner  # and dispatched with its runner
         self.allocator_ref = HalAllocator.new(DEVICE_ID)
+
+    def write_facts(self, facts) -> None:
+        facts.allocator = self.allocator_ref.addr
 
     @property
     def allocator(self) -> HalAllocator:

@@ -6,6 +6,7 @@ import struct
 
 from ....errors import Trap
 from ...modules import export
+from . import fastpath
 from .allocator import HalAllocator
 from .buffer import HalBuffer, calculate_range
 from .types import device_size
@@ -16,7 +17,7 @@ from .errors import BufferText, buffer_string, deref, hal_error, own
 class BufferExports:
     # --- buffers -----------------------------------------------------------------------------
 
-    @export("buffer.assert", "0rrrIii_v")
+    @export("buffer.assert", "0rrrIii_v", fastpath.of("jv_hal_buffer_assert"))
     def buffer_assert(self, buffer, message, allocator, minimum_length, memory_types, usage):
         buf = deref(buffer, HalBuffer, "hal.buffer.assert")
         text = BufferText(message, "hal.buffer.assert message")
@@ -84,13 +85,13 @@ class BufferExports:
             raise hal_error("INVALID_ARGUMENT", f"buffer view shape {shape} has a negative dimension")
         return HalBufferView.new(buffer, shape, element_type & 0xFFFFFFFF, encoding_type & 0xFFFFFFFF)
 
-    @export("buffer_view.assert", "0rriiCID_v")
+    @export("buffer_view.assert", "0rriiCID_v", fastpath.of("jv_hal_buffer_view_assert"))
     def buffer_view_assert(self, view, message, element_type, encoding_type, dims):
         bv = deref(view, HalBufferView, "hal.buffer_view.assert")
         text = BufferText(message, "hal.buffer_view.assert message")
         assert_view(bv, text, element_type & 0xFFFFFFFF, encoding_type & 0xFFFFFFFF, [d for (d,) in dims])
 
-    @export("buffer_view.buffer", "0r_r")
+    @export("buffer_view.buffer", "0r_r", fastpath.of("jv_hal_buffer_view_buffer"))
     def buffer_view_buffer(self, view):
         return own(deref(view, HalBufferView, "hal.buffer_view.buffer").buffer_ref)
 

@@ -7,6 +7,7 @@ device object; the calling conventions are IREE's hal module ABI (version 7).
 from __future__ import annotations
 
 from ...modules import export
+from . import fastpath
 from . import types as t
 from .allocator import HalAllocator
 from .buffer import HalBuffer
@@ -33,7 +34,7 @@ class DeviceExports:
     def devices_get(self, index):
         return own(self.devices[index]) if 0 <= index < len(self.devices) else None
 
-    @export("device.allocator", "0r_r")
+    @export("device.allocator", "0r_r", fastpath.of("jv_hal_device_allocator"))
     def device_allocator(self, device):
         return own(deref(device, HalDevice, "hal.device.allocator").allocator_ref)
 
