@@ -525,14 +525,20 @@ def initialize_llvm() -> None:
 
 
 def host_target_machine():
+    """The runtime engine's target machine (created once; that engine owns it)."""
     global _target_machine
     if _target_machine is None:
-        initialize_llvm()
-        target = llvm.Target.from_triple(llvm.get_process_triple())
-        _target_machine = target.create_target_machine(
-            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
-            opt=2, reloc="default", codemodel="jitdefault")
+        _target_machine = new_host_target_machine(2)
     return _target_machine
+
+
+def new_host_target_machine(opt: int):
+    """A target machine of its own for another engine (an engine frees its machine)."""
+    initialize_llvm()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+        opt=opt, reloc="default", codemodel="jitdefault")
 
 
 def _register_libc() -> None:
