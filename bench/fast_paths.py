@@ -3,8 +3,8 @@
 Two JIT instances load each model, one with `jitvm.runtime.native.hal.fastpath` disabled
 while its imports are bound (as `JITVM_HAL_FAST_PATHS=0` does), so its host code calls the
 Python implementations of hal.buffer_view.assert, hal.buffer_view.buffer, hal.buffer.assert
-and hal.device.allocator. Calls alternate between the two in batches (the machine's state
-drifts; alternation keeps the ratio honest); medians, warm-up excluded.
+and hal.device.allocator. Calls alternate between the two in batches (bench.alternate);
+medians, warm-up excluded.
 
     python -m bench.fast_paths                          # the small models, where host code dominates
     python -m bench.fast_paths --models matmul128 --rounds 200
@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
-import numpy as np
-
+from .alternate import alternating_medians
 from .build import compile_model
 from .models import suite
 from .run import select
@@ -48,18 +46,8 @@ def main(argv: list[str] | None = None) -> int:
                 fns[way] = jitvm.load(vmfb, threads=args.threads).function(spec.function)
             finally:
                 fastpath.enabled = True
-        for fn in fns.values():
-            for _ in range(5):
-                fn(*inputs)
-        times: dict[str, list[float]] = {way: [] for way in fns}
-        for r in range(args.rounds):
-            for way in (("python", "fast") if r % 2 else ("fast", "python")):
-                fn = fns[way]
-                start = time.perf_counter()
-                for _ in range(args.batch):
-                    fn(*inputs)
-                times[way].append((time.perf_counter() - start) / args.batch)
-        python, fast = (float(np.median(times[w])) for w in ("python", "fast"))
+        medians = alternating_medians(fns, inputs, args.rounds, args.batch, warm_up=5)
+        python, fast = medians["python"], medians["fast"]
         print(f"| {spec.name} | {python * 1e6:.1f} | {fast * 1e6:.1f} | {(python - fast) * 1e6:.1f} | "
               f"{python / fast:.3f}x |", flush=True)
     return 0

@@ -2,8 +2,7 @@
 
 Two JIT backends load each model; the second one's runner hides `prepare`, so its command
 buffers run dispatch by dispatch from Python (hal.command_buffer) as before replay existed.
-Calls alternate between the two (the machine's state drifts; alternation keeps the ratio
-honest); medians, warm-up excluded, per thread count.
+Calls alternate between the two (bench.alternate); medians, warm-up excluded, per thread count.
 
     python -m bench.replay_effect                          # ResNet-50-style 64x64 and a few kernels
     python -m bench.replay_effect --models resnet50 --rounds 60
@@ -14,10 +13,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
-import numpy as np
-
+from .alternate import alternating_medians
 from .build import compile_model
 from .models import suite
 from .run import select
@@ -47,16 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                 if way == "python":
                     backend.dispatch_runner().prepare = None  # no native replay: hal.prepared declines
                 fns[way] = jitvm.load(vmfb, backend=backend).function(spec.function)
-            for fn in fns.values():
-                for _ in range(3):
-                    fn(*inputs)
-            times: dict[str, list[float]] = {way: [] for way in fns}
-            for _ in range(args.rounds):
-                for way, fn in fns.items():
-                    start = time.perf_counter()
-                    fn(*inputs)
-                    times[way].append(time.perf_counter() - start)
-            python, replay = (float(np.median(times[w])) for w in ("python", "replay"))
+            medians = alternating_medians(fns, inputs, args.rounds)
+            python, replay = medians["python"], medians["replay"]
             print(f"| {spec.name} | {threads} | {python * 1e3:.3f} | {replay * 1e3:.3f} | "
                   f"{(python - replay) * 1e3:.3f} | {python / replay:.3f}x |", flush=True)
     return 0

@@ -37,10 +37,6 @@ def _call_python(hal, name, *args):
     return out[0] if out else None
 
 
-def _slots(cconv, args) -> ctypes.Array:
-    return abi.pack_args(cconv, args)
-
-
 def _native(hal, name, args, fast: bool):
     """(result slots, None) or (None, (error type, status, message)) of one call through the
     native ABI: the fast path (which may defer to Python) or the Python trampoline."""
@@ -52,7 +48,7 @@ def _native(hal, name, args, fast: bool):
         entry, ctx = ctx or entry, 0  # the trampoline alone
     results = abi.result_array(fn.cconv)
     trap = TrapT()
-    slots = _slots(fn.cconv, args)
+    slots = abi.pack_args(fn.cconv, args)
     status = abi.NATIVE_FN(entry)(ctx, slots, results, ctypes.addressof(trap))
     if status:
         exc = traps.take_exception(trap, lambda *a: None)

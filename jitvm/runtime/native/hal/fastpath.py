@@ -37,16 +37,45 @@ def _o(struct: str, name: str) -> int:
     return layout.field(struct, name).offset
 
 
+# Queries `0r_r` answered with a ref an object holds: name -> (its type, facts struct, field).
+HELD = {
+    "jv_hal_buffer_view_buffer": ("hal.buffer_view", "HalBufferViewFacts", "buffer"),  # hal.buffer_view.buffer
+    "jv_hal_device_allocator": ("hal.device", "HalDeviceFacts", "allocator"),  # hal.device.allocator
+}
+
+
+def _held_getter(name: str, type_id: int, offset: int) -> str:
+    """IR of `name`: the ref at byte `offset` of an object's facts, retained, for objects of
+    `type_id`; anything else goes to Python."""
+    return f"""define i32 @{name}(ptr %python, ptr %args, ptr %results, ptr %trap) {{
+entry:
+  %o = call ptr @ref_arg(ptr %args, i64 0)
+  %ok = call i1 @is_a(ptr %o, i32 {type_id})
+  br i1 %ok, label %fast, label %slow
+fast:
+  %p = getelementptr inbounds i8, ptr %o, i64 {offset}
+  %held = load ptr, ptr %p
+  call void @jv_retain(ptr %held)
+  store ptr %held, ptr %results
+  ret i32 0
+slow:
+  %s = call i32 %python(ptr null, ptr %args, ptr %results, ptr %trap)
+  ret i32 %s
+}}
+"""
+
+
 def _ir() -> str:
     tid = _o("Object", "type_id")
     view, buffer = register_type("hal.buffer_view"), register_type("hal.buffer")
-    device, allocator = register_type("hal.device"), register_type("hal.allocator")
-    v_buffer, v_etype = _o("HalBufferViewFacts", "buffer"), _o("HalBufferViewFacts", "element_type")
+    allocator = register_type("hal.allocator")
+    v_etype = _o("HalBufferViewFacts", "element_type")
     v_enc, v_rank, v_dims = (_o("HalBufferViewFacts", "encoding_type"), _o("HalBufferViewFacts", "rank"),
                              _o("HalBufferViewFacts", "dims"))
     b_len, b_mem, b_usage = (_o("HalBufferFacts", "byte_length"), _o("HalBufferFacts", "memory_type"),
                              _o("HalBufferFacts", "allowed_usage"))
-    d_alloc = _o("HalDeviceFacts", "allocator")
+    held = "\n".join(_held_getter(name, register_type(type_name), _o(facts, fact))
+                     for name, (type_name, facts, fact) in HELD.items())
     return f"""
 declare void @jv_retain(ptr)
 
@@ -78,44 +107,7 @@ entry:
   ret ptr %v
 }}
 
-; A fact of %o at byte %offset, retained and returned as the one ref result.
-define internal i32 @return_held(ptr %o, i64 %offset, ptr %results) alwaysinline {{
-entry:
-  %p = getelementptr inbounds i8, ptr %o, i64 %offset
-  %held = load ptr, ptr %p
-  call void @jv_retain(ptr %held)
-  store ptr %held, ptr %results
-  ret i32 0
-}}
-
-; hal.buffer_view.buffer(view) -> buffer    0r_r
-define i32 @jv_hal_buffer_view_buffer(ptr %python, ptr %args, ptr %results, ptr %trap) {{
-entry:
-  %v = call ptr @ref_arg(ptr %args, i64 0)
-  %ok = call i1 @is_a(ptr %v, i32 {view})
-  br i1 %ok, label %fast, label %slow
-fast:
-  %r = call i32 @return_held(ptr %v, i64 {v_buffer}, ptr %results)
-  ret i32 %r
-slow:
-  %s = call i32 %python(ptr null, ptr %args, ptr %results, ptr %trap)
-  ret i32 %s
-}}
-
-; hal.device.allocator(device) -> allocator    0r_r
-define i32 @jv_hal_device_allocator(ptr %python, ptr %args, ptr %results, ptr %trap) {{
-entry:
-  %d = call ptr @ref_arg(ptr %args, i64 0)
-  %ok = call i1 @is_a(ptr %d, i32 {device})
-  br i1 %ok, label %fast, label %slow
-fast:
-  %r = call i32 @return_held(ptr %d, i64 {d_alloc}, ptr %results)
-  ret i32 %r
-slow:
-  %s = call i32 %python(ptr null, ptr %args, ptr %results, ptr %trap)
-  ret i32 %s
-}}
-
+{held}
 ; hal.buffer.assert(buffer, message, allocator, minimum_length, memory_types, usage)    0rrrIii_v
 define i32 @jv_hal_buffer_assert(ptr %python, ptr %args, ptr %results, ptr %trap) {{
 entry:
@@ -214,8 +206,7 @@ slow:
 """
 
 
-NAMES = ("jv_hal_buffer_view_buffer", "jv_hal_device_allocator", "jv_hal_buffer_assert",
-         "jv_hal_buffer_view_assert")
+NAMES = (*HELD, "jv_hal_buffer_assert", "jv_hal_buffer_view_assert")
 
 
 def address(name: str) -> int:
