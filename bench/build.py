@@ -21,7 +21,7 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from .models import ModelSpec, suite
+from bench.models import ModelSpec, suite
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 MODELS_DIR = Path(__file__).resolve().parent / "models"

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import TARGETS, compile_file, compile_model, dump
-from .models import suite
+from bench.build import TARGETS, compile_file, compile_model, dump
+from bench.models import suite
 
 BENCH = Path(__file__).resolve().parent
 ENGINES = {  # key: (engine, driver, extra environment); all run the VMVX executables
@@ -64,7 +64,7 @@ def benchmark_modules(spec, target: str = "vmvx", log=print) -> dict[str, Path]:
 
 def _worker(job: dict) -> dict:
     """Times each module's benchmark function; per-dispatch seconds by executable."""
-    from jitvm.cli_bench import measure
+    from jitvm.cli.benchmark import measure
 
     results = {}
     for name, path in job["modules"].items():
@@ -93,7 +93,7 @@ def _profile_worker(job: dict) -> dict:
     import numpy as np
 
     import jitvm
-    from jitvm.lower.dispatch import NativeDispatchRunner
+    from jitvm.runtime.exec.runner import NativeDispatchRunner
 
     spent: Counter = Counter()
     original = NativeDispatchRunner.run

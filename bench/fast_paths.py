@@ -1,6 +1,6 @@
 """What the HAL's native fast paths save per call: the same model with and without, one process.
 
-Two JIT instances load each model, one with `jitvm.runtime.native.hal.fastpath` disabled
+Two JIT instances load each model, one with `jitvm.runtime.modules.hal.fastpath` disabled
 while its imports are bound (as `JITVM_HAL_FAST_PATHS=0` does), so its host code calls the
 Python implementations of hal.buffer_view.assert, hal.buffer_view.buffer, hal.buffer.assert
 and hal.device.allocator. Calls alternate between the two in batches (bench.alternate);
@@ -15,17 +15,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .alternate import alternating_medians
-from .build import compile_model
-from .models import suite
-from .run import select
+from bench.alternate import alternating_medians
+from bench.build import compile_model
+from bench.models import suite
+from bench.run import select
 
 DEFAULT_MODELS = ["softmax1x1000", "matmul128", "dwconv", "mlp", "conv3x3_56x56x64_64"]
 
 
 def main(argv: list[str] | None = None) -> int:
     import jitvm
-    from jitvm.runtime.native.hal import fastpath
+    from jitvm.runtime.modules.hal import fastpath
 
     p = argparse.ArgumentParser(prog="python -m bench.fast_paths", description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="*", default=DEFAULT_MODELS, help="model names or prefixes")

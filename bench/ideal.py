@@ -78,8 +78,8 @@ def _kernel():
     if _compiled is None:
         import llvmlite.binding as llvm
 
-        from jitvm.lower import target as targets
-        from jitvm.runtime.nativelib import initialize_llvm
+        from jitvm.runtime.native import target as targets
+        from jitvm.runtime.vm.nativelib import initialize_llvm
 
         initialize_llvm()
         mod = llvm.parse_assembly(_ir())

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jitvm.fallback_interp import InterpreterBackend  # noqa: E402
 from jitvm.frontend.module import load_module  # noqa: E402
-from jitvm.runtime.bytecode import LoadedModule  # noqa: E402
-from jitvm.runtime.context import Context  # noqa: E402
-from jitvm.runtime.objects import VmBuffer, VmList  # noqa: E402
+from jitvm.runtime.vm.bytecode import LoadedModule  # noqa: E402
+from jitvm.runtime.vm.context import Context  # noqa: E402
+from jitvm.runtime.vm.objects import VmBuffer, VmList  # noqa: E402
 from jitvm.verify import verify_module  # noqa: E402
 from tests.corpus import build_corpus  # noqa: E402
 
@@ -32,7 +32,7 @@ SHAPES = {"33x9x17": (33, 17, 9), "4x5x8": (4, 8, 5), "16x16x16": (16, 16, 16)}
 
 
 def instance_for(path: Path, backend):
-    from jitvm.runtime.native import VmvxModule
+    from jitvm.runtime.modules import VmvxModule
 
     context = Context()
     context.add(VmvxModule())

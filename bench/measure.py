@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from jitvm.cli_bench import measure
+from jitvm.cli.benchmark import measure
 
 
 def _load_iree(job: dict):

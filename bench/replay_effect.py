@@ -14,10 +14,10 @@ import argparse
 import os
 import sys
 
-from .alternate import alternating_medians
-from .build import compile_model
-from .models import suite
-from .run import select
+from bench.alternate import alternating_medians
+from bench.build import compile_model
+from bench.models import suite
+from bench.run import select
 
 DEFAULT_MODELS = ["softmax1x1000", "matmul128", "mlp", "conv3x3_56x56x64_64_bias_relu", "resnet50"]
 

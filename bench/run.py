@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import compare, machine, report
-from .build import CACHE, compile_model
-from .models import ModelSpec, suite
+from bench import compare, machine, report
+from bench.build import CACHE, compile_model
+from bench.models import ModelSpec, suite
 
 BENCH = Path(__file__).resolve().parent
 THREADS = os.cpu_count() or 1

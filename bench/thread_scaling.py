@@ -20,9 +20,9 @@ import time
 
 import numpy as np
 
-from .build import compile_model
-from .models import suite
-from .run import select
+from bench.build import compile_model
+from bench.models import suite
+from bench.run import select
 
 
 def time_call(fn, inputs, seconds: float) -> float:
@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--min-time", type=float, default=0.25, help="seconds per timed repetition")
     args = p.parse_args(argv)
-    from .ideal import ideal_speedup
-    from .machine import parallel_capacity
+    from bench.ideal import ideal_speedup
+    from bench.machine import parallel_capacity
 
     # Shared machines lend their cores unevenly: what two busy processes got against one.
     print(f"parallel capacity at start: {parallel_capacity():.2f} of {os.cpu_count()} cores\n")

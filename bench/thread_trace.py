@@ -4,7 +4,7 @@
     python -m bench.thread_trace --models conv3x3_56x56x64_64 matmul128 --rounds 30
 
 Runs each model on the JIT with one thread and with all, calls alternating, with the
-native workgroup trace on (jitvm.lower.trace): every workgroup and split-loop chunk is
+native workgroup trace on (jitvm.runtime.exec.trace): every workgroup and split-loop chunk is
 timed on the thread that ran it. Per call that separates
 - host time: the call's wall time outside the first-to-last kernel span (Python HAL
   imports, marshalling; serial whatever the thread count);
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .build import compile_model
-from .models import suite
-from .run import select
+from bench.build import compile_model
+from bench.models import suite
+from bench.run import select
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WARM_UP = 40  # calls before timing: the thread policy measures both ways in its first runs
@@ -97,10 +97,10 @@ def dispatches(rows: np.ndarray, names: dict[int, str]) -> list[tuple[str, float
 
 def trace_model(spec, threads: int, rounds: int) -> dict:
     import jitvm
-    from jitvm.lower import workers
+    from jitvm.runtime.exec import workers
     from jitvm.lower.backend import JitBackend
 
-    from .ideal import ideal_speedup
+    from bench.ideal import ideal_speedup
 
     vmfb = str(compile_model(spec, "vmvx", log=lambda *a: None))
     inputs = spec.make_inputs()
@@ -187,10 +187,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=20, help="calls per thread count, alternating")
     p.add_argument("--out", type=Path, help="also write the report here (markdown)")
     args = p.parse_args(argv)
-    from jitvm.lower import trace
+    from jitvm.runtime.exec import trace
 
     os.environ.setdefault(trace.ENV, "1")  # before the first native dispatch builds the worker code
-    from jitvm.lower import workers
+    from jitvm.runtime.exec import workers
 
     if workers.workgroup_trace() is None:
         print("the worker code was built before tracing was requested", file=sys.stderr)

@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import (
-    ArgumentError,
-    DecodeError,
-    Error,
-    FormatError,
-    Trap,
-    UnsupportedError,
-    VerifyError,
-)
+from .errors import ArgumentError, DecodeError, Error, FormatError, Trap, UnsupportedError, VerifyError
 
 from . import verify
 from .verify import verify_module

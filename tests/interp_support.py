@@ -17,8 +17,8 @@ from pathlib import Path
 import jitvm
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend.module import load_module
-from jitvm.runtime.bytecode import LoadedModule
-from jitvm.runtime.context import Context
+from jitvm.runtime.vm.bytecode import LoadedModule
+from jitvm.runtime.vm.context import Context
 from jitvm.verify import verify_module
 from tests.corpus import CorpusModule, cache_dir_default, parse_directives, require_tool
 

@@ -73,7 +73,7 @@ def run_matmul(inst, m: int, n: int, k: int, seed: int, out_rows: int | None = N
     `out_rows` rows (default m); with `overlap` it is also the right-hand side."""
     import numpy as np
 
-    from jitvm.runtime.objects import VmBuffer
+    from jitvm.runtime.vm.objects import VmBuffer
 
     rng = np.random.default_rng(seed)
     a = VmBuffer.from_bytes(rng.standard_normal(m * k).astype(np.float32).tobytes())

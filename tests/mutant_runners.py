@@ -189,8 +189,8 @@ class _Calls:
 def run(verified, data: bytes, backend_name: str) -> dict:
     """Prepares `verified` (the mutant `data`) with the backend and calls its exports; returns counts."""
     from jitvm.lower.backend import STATS
-    from jitvm.runtime.bytecode import LoadedModule
-    from jitvm.runtime.native import register_hal_types
+    from jitvm.runtime.vm.bytecode import LoadedModule
+    from jitvm.runtime.modules import register_hal_types
 
     be = backend(backend_name)
     calls = _Calls()
@@ -201,7 +201,7 @@ def run(verified, data: bytes, backend_name: str) -> dict:
         warnings.simplefilter("ignore")  # JIT fallbacks are counted below
         try:
             if _is_executable(verified):  # through the HAL's cache, where executable.create looks
-                from jitvm.runtime.native.hal.executable import _load
+                from jitvm.runtime.modules.hal.executable import _load
 
                 loaded = _load(data, be)
             else:
@@ -228,7 +228,7 @@ def run(verified, data: bytes, backend_name: str) -> dict:
 def _prepare_embedded(verified, be) -> list:
     """Loads (verifies and compiles) the executables in the module's rodata now, in the
     compile phase; `hal.executable.create` then finds them in the HAL's cache."""
-    from jitvm.runtime.native.hal.executable import _load
+    from jitvm.runtime.modules.hal.executable import _load
     from jitvm.verify.embedded import embedded_modules
 
     keep = []
@@ -241,7 +241,7 @@ def _prepare_embedded(verified, be) -> list:
 
 
 def _is_executable(verified) -> bool:
-    from jitvm.runtime.native.hal.dispatch import VMVX_ENTRY_CCONV
+    from jitvm.runtime.exec.dispatch import VMVX_ENTRY_CCONV
 
     m = verified.module
     if any(i.module_name in ("hal", "check") for i in m.imports):
@@ -254,7 +254,7 @@ def _is_executable(verified) -> bool:
 def _instantiate(loaded):
     """What jitvm.load does after verification: the native modules the module imports, then it."""
     from jitvm.api import Module, _native_modules
-    from jitvm.runtime.context import Context
+    from jitvm.runtime.vm.context import Context
 
     m = loaded.module
     wanted = [d.name for d in m.dependencies] + [i.module_name for i in m.imports]
@@ -313,7 +313,7 @@ def raw_arguments(cconv, label: str) -> list:
 
 
 def _buffer():
-    from jitvm.runtime.objects import VmBuffer
+    from jitvm.runtime.vm.objects import VmBuffer
 
     buf = VmBuffer.allocate(64)
     buf.view()[:] = bytes(range(1, 65))
@@ -343,9 +343,9 @@ def reflected_arguments(decl) -> list | None:
 
 def _run_executable(loaded, data: bytes, be, calls: _Calls) -> None:
     """Creates the executable like hal.executable.create and dispatches every entry point."""
-    from jitvm.runtime.native import VmvxModule
-    from jitvm.runtime.native.hal.dispatch import runner_for
-    from jitvm.runtime.native.hal.executable import VMVX_FORMAT, create_executable, pack_constants
+    from jitvm.runtime.modules import VmvxModule
+    from jitvm.runtime.exec.dispatch import runner_for
+    from jitvm.runtime.modules.hal.executable import VMVX_FORMAT, create_executable, pack_constants
 
     runner = runner_for(be)
     exports = {e.name for e in loaded.module.exports}
@@ -373,11 +373,11 @@ def _run_executable(loaded, data: bytes, be, calls: _Calls) -> None:
 def _dispatch(exe, entry, count, constant) -> None:
     """One dispatch of `entry` the way a HAL command buffer issues it."""
     from jitvm.frontend.types import parse_type
-    from jitvm.runtime import layout
-    from jitvm.runtime.native.hal.dispatch import Dispatch
-    from jitvm.runtime.native.hal.executable import pack_constants
-    from jitvm.runtime.native.hal.fpu import denormals_flushed
-    from jitvm.runtime.objects import VmBuffer, VmList
+    from jitvm.runtime.native import layout
+    from jitvm.runtime.exec.dispatch import Dispatch
+    from jitvm.runtime.modules.hal.executable import pack_constants
+    from jitvm.runtime.exec.fpu import denormals_flushed
+    from jitvm.runtime.vm.objects import VmBuffer, VmList
 
     n = max(0, min(entry.binding_count, MAX_BINDINGS))
     bindings = VmList.allocate(parse_type("!vm.buffer"), n)

@@ -16,7 +16,7 @@ import pytest
 import jitvm
 from jitvm import ArgumentError, FormatError
 from jitvm.api import get_backend
-from jitvm.runtime.declaration import parse_declaration
+from jitvm.api.declaration import parse_declaration
 from tests.hal_support import backend_under_test, iree_call, iree_session
 
 BACKEND = backend_under_test()

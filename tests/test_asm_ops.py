@@ -20,8 +20,8 @@ from jitvm.frontend.asm.forms import MATCHERS, Label, Symbol
 from jitvm.frontend.asm.source import Cursor
 from jitvm.frontend.decode import Instruction
 from jitvm.frontend.disasm import IMPORT_BIT, Names, Renderer
-from jitvm.frontend.encode import encode_function, reg
-from jitvm.frontend.writer import FunctionDef, ModuleBuilder
+from jitvm.frontend.asm.encode import encode_function, reg
+from jitvm.frontend.asm.writer import FunctionDef, ModuleBuilder
 
 OPS = [op for op in isa.OPS.values() if not (op.opset == isa.CORE and op.code == isa.BLOCK_MARKER)]
 BLOCK_PCS = {0: 0, 17: 1, 40: 2}

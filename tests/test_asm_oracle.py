@@ -63,8 +63,8 @@ def compare(cm, expected, got) -> list[str]:
 def bare_instance(path, backend):
     """The module alone in a context, as the oracle runs VM-assembly modules (no hal module)."""
     from jitvm.api import get_backend
-    from jitvm.runtime.bytecode import LoadedModule
-    from jitvm.runtime.context import Context
+    from jitvm.runtime.vm.bytecode import LoadedModule
+    from jitvm.runtime.vm.context import Context
 
     context = Context()
     return context, context.add(LoadedModule(jitvm.verify_module(load_module(path)), get_backend(backend)))

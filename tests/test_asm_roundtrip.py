@@ -17,7 +17,7 @@ from jitvm.frontend import assemble, load_module
 from jitvm.frontend.asm import assemble_builder
 from jitvm.frontend.decode import decode_function
 from jitvm.frontend.dump import dump_text
-from jitvm.frontend.encode import encode_function
+from jitvm.frontend.asm.encode import encode_function
 from tests.corpus import source_files
 
 CORPUS_NAMES = [name for name, _, _ in source_files()]

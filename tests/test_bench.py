@@ -17,7 +17,7 @@ from bench import compare
 from bench.build import TARGETS, iree_compile
 from bench.models import conv, depthwise, matmul, mlp, resnet50, softmax
 from jitvm.cli import main
-from jitvm.cli_bench import Run, format_report
+from jitvm.cli.benchmark import Run, format_report
 
 TINY = {
     "matmul": matmul(16),
@@ -125,7 +125,7 @@ def test_quick_suite_runs(tmp_path):
 
 
 def _records(rows):
-    from jitvm.lower.trace import RECORD
+    from jitvm.runtime.exec.trace import RECORD
 
     return np.array([tuple(r) for r in rows], dtype=RECORD)
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from jitvm.cli import main
-from jitvm.runtime.declaration import parse_declaration
-from jitvm.tooling import parse_input
+from jitvm.api.declaration import parse_declaration
+from jitvm.cli.values import parse_input
 from tests.corpus import find_tool
 from tests.hal_support import backend_under_test
 

@@ -31,7 +31,7 @@ from tests.fuzz.run import run_program
 pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 
 # The JIT on two threads, its direct calls splitting loop nests of 4 innermost iterations
-# or more across a pool (lower.parallel): kernels with larger trip counts run split, smaller
+# or more across a pool (lower.loops.parallel): kernels with larger trip counts run split, smaller
 # ones in the single-threaded fast copy.
 SPLIT_FROM = 4
 BACKENDS = {"interp": InterpreterBackend(),
@@ -98,7 +98,7 @@ test_mixed_programs_campaign = _fuzz("mixed", 1000, slow=True)
 
 
 def test_kernel_programs_run_split_loops():
-    """The kernel programs reach the JIT's split loops (lower.parallel), and agree there."""
+    """The kernel programs reach the JIT's split loops (lower.loops.parallel), and agree there."""
     pool = BACKENDS["jit"].call_pool()
     if pool is None:
         pytest.skip("no thread pool on this host")

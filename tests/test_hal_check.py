@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from jitvm import Trap
-from jitvm.runtime.marshal import array_to_view
-from jitvm.runtime.native import CheckModule, HalModule
-from jitvm.runtime.native.check import almost_equal
-from jitvm.runtime.native.hal import types as t
+from jitvm.api.marshal import array_to_view
+from jitvm.runtime.modules import CheckModule, HalModule
+from jitvm.runtime.modules.check import almost_equal
+from jitvm.runtime.modules.hal import types as t
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 import jitvm
-from jitvm.runtime import layout, listops
-from jitvm.runtime.native.hal.dispatch_args import DispatchArgs
-from jitvm.runtime.objects import Ref, VmBuffer
+from jitvm.runtime.native import layout
+from jitvm.runtime.vm import listops
+from jitvm.runtime.exec.dispatch_args import DispatchArgs
+from jitvm.runtime.vm.objects import Ref, VmBuffer
 
 from tests.hal_support import backends_under_test
 

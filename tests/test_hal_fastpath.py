@@ -1,4 +1,4 @@
-"""The HAL's native fast paths (runtime.native.hal.fastpath) against the Python exports.
+"""The HAL's native fast paths (runtime.modules.hal.fastpath) against the Python exports.
 
 Each case calls an export twice through the native import ABI, as compiled code does: once
 through its fast path and once through the Python trampoline alone. Outcomes must be equal:
@@ -14,12 +14,12 @@ import ctypes
 import pytest
 
 from jitvm.errors import Error
-from jitvm.runtime import abi, traps
-from jitvm.runtime.layout import TrapT
-from jitvm.runtime.native import HalModule
-from jitvm.runtime.native.hal import fastpath
-from jitvm.runtime.native.hal import types as t
-from jitvm.runtime.objects import Ref, VmBuffer
+from jitvm.runtime.vm import abi, traps
+from jitvm.runtime.native.layout import TrapT
+from jitvm.runtime.modules import HalModule
+from jitvm.runtime.modules.hal import fastpath
+from jitvm.runtime.modules.hal import types as t
+from jitvm.runtime.vm.objects import Ref, VmBuffer
 
 F32 = t.element_type(t.NUMERICAL_FLOAT_IEEE, 32)
 I32 = t.element_type(t.NUMERICAL_INTEGER, 32)
@@ -179,7 +179,7 @@ def test_compiled_host_code_reports_iree_s_errors_through_its_fast_paths(corpus_
     import numpy as np
 
     import jitvm
-    from jitvm.runtime.marshal import array_to_view
+    from jitvm.api.marshal import array_to_view
 
     vmfb = str(corpus_module("mlir/matmul").vmfb)
     a = {"shape": np.zeros((4, 7), np.float32), "rank": np.zeros((32,), np.float32),

@@ -14,10 +14,10 @@ import pytest
 
 from jitvm import Trap
 from jitvm.errors import STATUS_CODES
-from jitvm.runtime import layout
-from jitvm.runtime.native import HalModule
-from jitvm.runtime.native.hal import types as t
-from jitvm.runtime.objects import VmBuffer
+from jitvm.runtime.native import layout
+from jitvm.runtime.modules import HalModule
+from jitvm.runtime.modules.hal import types as t
+from jitvm.runtime.vm.objects import VmBuffer
 
 F32 = t.element_type(t.NUMERICAL_FLOAT_IEEE, 32)
 I32 = t.element_type(t.NUMERICAL_INTEGER, 32)
@@ -361,7 +361,7 @@ def test_collectives_are_unimplemented_on_one_device(hal):
 
 def test_objects_keep_their_own_references(hal):
     """A backend may release (or move) its argument refs right after a call returns."""
-    from jitvm.runtime.objects import release
+    from jitvm.runtime.vm.objects import release
 
     buf = alloc(hal, 8)
     call(hal, "buffer.store", 0x55, buf, 0, 1)

@@ -16,7 +16,7 @@ from jitvm.frontend.archive import parse_archive
 from jitvm.frontend.module import load_module
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.lower.backend import JitBackend
-from jitvm.runtime.native.hal import executable
+from jitvm.runtime.modules.hal import executable
 
 
 def _jit() -> JitBackend:

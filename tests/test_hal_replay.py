@@ -11,14 +11,14 @@ import pytest
 import jitvm
 from jitvm.frontend import assemble
 from jitvm.lower.backend import JitBackend
-from jitvm.lower.dispatch import NativeDispatchRunner
-from jitvm.runtime.native import VmvxModule
-from jitvm.runtime.native.hal import command_buffer as cb
-from jitvm.runtime.native.hal import types as t
-from jitvm.runtime.native.hal.buffer import HalBuffer
-from jitvm.runtime.native.hal.errors import own
-from jitvm.runtime.native.hal.executable import VMVX_FORMAT, create_executable
-from jitvm.runtime.native.hal.prepared import DispatchSegment
+from jitvm.runtime.exec.runner import NativeDispatchRunner
+from jitvm.runtime.modules import VmvxModule
+from jitvm.runtime.modules.hal import command_buffer as cb
+from jitvm.runtime.modules.hal import types as t
+from jitvm.runtime.modules.hal.buffer import HalBuffer
+from jitvm.runtime.modules.hal.errors import own
+from jitvm.runtime.modules.hal.executable import VMVX_FORMAT, create_executable
+from jitvm.runtime.modules.hal.prepared import DispatchSegment
 
 COUNT = 64  # workgroups: one i32 element each
 _SIG = ("%r0: !vm.buffer, %r1: !vm.buffer, %r2: !vm.list<!vm.buffer>, %i0: i32, %i1: i32, %i2: i32, "
@@ -92,7 +92,7 @@ def executables():
             ref.payload.runner.close() if hasattr(ref.payload.runner, "close") else None
 
 
-def _buffer(values=None, n=COUNT) -> jitvm.runtime.objects.Ref:
+def _buffer(values=None, n=COUNT) -> jitvm.runtime.vm.objects.Ref:
     ref = HalBuffer.allocate(4 * n, t.MEMORY_TYPE_DEVICE_LOCAL, t.USAGE_DEFAULT)
     if values is not None:
         ref.payload.write(0, np.asarray(values, np.int32).tobytes())
@@ -124,7 +124,7 @@ def _program(exe, steps, capacity=3):
 
 
 def _barrier():
-    from jitvm.runtime.native.hal.exports_command import _Barrier
+    from jitvm.runtime.modules.hal.exports_command import _Barrier
 
     return _Barrier()
 

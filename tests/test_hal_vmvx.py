@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from jitvm import Trap
-from jitvm.runtime import layout
-from jitvm.runtime.native import VmvxModule
-from jitvm.runtime.native.vmvx import mmt4d as mm
-from jitvm.runtime.native.vmvx.fma import fma_f32
-from jitvm.runtime.objects import VmBuffer
+from jitvm.runtime.native import layout
+from jitvm.runtime.modules import VmvxModule
+from jitvm.runtime.modules.vmvx import mmt4d as mm
+from jitvm.runtime.modules.vmvx.fma import fma_f32
+from jitvm.runtime.vm.objects import VmBuffer
 
 
 @pytest.fixture(scope="module")

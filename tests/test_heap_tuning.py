@@ -1,4 +1,4 @@
-"""jitvm.load keeps freed call buffers in the C heap (runtime/heap.py): repeated calls take
+"""jitvm.load keeps freed call buffers in the C heap (runtime/vm/heap.py): repeated calls take
 no fresh pages from the kernel. Each check runs in a fresh process (the settings are
 process-wide). Whether an untuned process thrashes depends on its heap's layout (0 to
 2,000 faults per call for the same allocation pattern, run to run), so the mechanism is
@@ -33,8 +33,8 @@ print(json.dumps({"faults": (r1.ru_minflt - r0.ru_minflt) / 100}))
 
 RETAINED = """
 import json, os
-from jitvm.runtime import heap
-from jitvm.runtime.objects import VmBuffer
+from jitvm.runtime.vm import heap
+from jitvm.runtime.vm.objects import VmBuffer
 tuned = heap.tune() if os.environ.get("TUNE") == "1" else False
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

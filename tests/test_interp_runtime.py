@@ -15,13 +15,13 @@ import pytest
 
 import jitvm
 from jitvm.fallback_interp import InterpreterBackend
-from jitvm.runtime import abi, traps
-from jitvm.runtime.bytecode import describe_frame
-from jitvm.runtime.context import Context
-from jitvm.runtime.layout import TrapT
-from jitvm.runtime.modules import NativeModule, export
-from jitvm.runtime.objects import VmBuffer, VmList
-from jitvm.runtime.semantics import MAX_CALL_DEPTH
+from jitvm.runtime.vm import abi, traps
+from jitvm.runtime.vm.bytecode import describe_frame
+from jitvm.runtime.vm.context import Context
+from jitvm.runtime.native.layout import TrapT
+from jitvm.runtime.vm.interface import NativeModule, export
+from jitvm.runtime.vm.objects import VmBuffer, VmList
+from jitvm.runtime.vm.semantics import MAX_CALL_DEPTH
 from tests.interp_support import instantiate, program
 
 

@@ -11,8 +11,8 @@ PROBE = """
 import json, sys
 from jitvm.frontend.module import load_module
 from jitvm.lower.backend import JitBackend, STATS
-from jitvm.runtime.bytecode import LoadedModule
-from jitvm.runtime.context import Context
+from jitvm.runtime.vm.bytecode import LoadedModule
+from jitvm.runtime.vm.context import Context
 from jitvm.verify import verify_module
 inst = Context().add(LoadedModule(verify_module(load_module(sys.argv[1])), JitBackend()))
 result = inst.lookup("arith_i32").call([40, 2])
@@ -47,7 +47,7 @@ def test_cache_clear_command(corpus_by_name, tmp_path):
 
 def test_cache_is_bounded_least_recently_used_first(corpus_by_name, tmp_path, monkeypatch):
     """Past JITVM_CACHE_MAX_MB, storing an entry drops the entries used longest ago."""
-    from jitvm.lower import cache
+    from jitvm.lower.llvm import cache
 
     monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path))
     blob = [b"\0" * 300_000]

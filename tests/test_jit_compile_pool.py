@@ -1,4 +1,4 @@
-"""Parallel compilation (lower.compile_pool): function groups go to worker processes as
+"""Parallel compilation (lower.llvm.compile_pool): function groups go to worker processes as
 they are lowered; whatever the workers do, every group comes back as its own object code."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from jitvm.frontend.module import load_module
-from jitvm.lower import compile_pool, compiler
-from jitvm.lower import target as targets
+from jitvm.lower.llvm import compile_pool, compiler
+from jitvm.runtime.native import target as targets
 from jitvm.lower.backend import function_groups
 from jitvm.lower.module import ModuleLowering
 from jitvm.verify import verify_module

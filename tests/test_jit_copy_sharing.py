@@ -1,4 +1,4 @@
-"""Jammed copies share the values they compute alike (lower.copy_sharing).
+"""Jammed copies share the values they compute alike (lower.loops.sharing).
 
 The analysis must give a matmul's left-hand element the row lane, its right-hand element
 the column lane, the accumulator both and the reduction counter neither; and the JIT must
@@ -13,10 +13,10 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend import assemble
 from jitvm.frontend.module import load_module
-from jitvm.lower import copy_sharing, jam
+from jitvm.lower.loops import sharing as copy_sharing, jam
 from jitvm.lower.backend import JitBackend
-from jitvm.lower.copy_sharing import ALL_LANES, P_LANE, Q_LANE
-from jitvm.lower.loops import find_nests
+from jitvm.lower.loops.sharing import ALL_LANES, P_LANE, Q_LANE
+from jitvm.lower.loops.analysis import find_nests
 from jitvm.lower.module import ModuleLowering
 from jitvm.verify import verify_module
 from tests.interp_support import instantiate

@@ -10,10 +10,10 @@ import pytest
 import jitvm
 from jitvm.frontend import assemble
 from jitvm.lower.backend import JitBackend
-from jitvm.lower.dispatch import NativeDispatchRunner
-from jitvm.runtime import layout
-from jitvm.runtime.native.hal.dispatch import Dispatch
-from jitvm.runtime.objects import VmBuffer, VmList
+from jitvm.runtime.exec.runner import NativeDispatchRunner
+from jitvm.runtime.native import layout
+from jitvm.runtime.exec.dispatch import Dispatch
+from jitvm.runtime.vm.objects import VmBuffer, VmList
 from tests.interp_support import instantiate
 
 # A VMVX entry (local memory, constants, bindings, workgroup id xyz, size xyz, count xyz):

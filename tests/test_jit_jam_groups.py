@@ -1,4 +1,4 @@
-"""Unroll-and-jam at its group boundaries (lower.jam): a matmul-shaped nest whose jammed loop
+"""Unroll-and-jam at its group boundaries (lower.loops.jam): a matmul-shaped nest whose jammed loop
 runs 63, 64, 65, 127, 128 and 129 times, so groups of 64 (and 32, and the remainder loop)
 all run, under the JIT and the interpreter; results must be bit-identical. The fuzzer's
 kernels are too small to fill a group of 32 or 64."""
@@ -11,7 +11,7 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend import assemble
 from jitvm.lower.backend import JitBackend
-from jitvm.runtime.objects import VmBuffer
+from jitvm.runtime.vm.objects import VmBuffer
 from tests.interp_support import instantiate
 from tests.matmul_program import matmul_vmasm
 
@@ -27,8 +27,8 @@ def instances():
 
 def test_jam_plans_a_wide_group():
     from jitvm.frontend.module import load_module
-    from jitvm.lower import jam
-    from jitvm.lower.loops import find_nests
+    from jitvm.lower.loops import jam
+    from jitvm.lower.loops.analysis import find_nests
     from jitvm.verify import verify_module
 
     vf = verify_module(load_module(assemble(MATMUL, "<jam>"))).functions[0]

@@ -15,9 +15,9 @@ import pytest
 
 import jitvm
 from jitvm.frontend import assemble
-from jitvm.lower import registry
+from jitvm.lower.emit import registry
 from jitvm.lower.backend import STATS, JitBackend
-from jitvm.lower.emitter import LoweringError
+from jitvm.lower.emit.emitter import LoweringError
 from tests.corpus import make_inputs
 from tests.interp_support import instantiate
 

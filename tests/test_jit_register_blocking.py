@@ -1,4 +1,4 @@
-"""Register blocking (lower.jam.OuterJam): the jammed loop's parent runs several iterations
+"""Register blocking (lower.loops.jam.OuterJam): the jammed loop's parent runs several iterations
 at once too. A matmul-shaped nest with a constant column count (a multiple of the inner
 factor) and a row count that leaves 0-3 rows to the remainder, or a constant one with none,
 under the JIT and the interpreter; results must be bit-identical, also when the output
@@ -11,9 +11,9 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend import assemble
 from jitvm.frontend.module import load_module
-from jitvm.lower import jam
+from jitvm.lower.loops import jam
 from jitvm.lower.backend import JitBackend
-from jitvm.lower.loops import find_nests
+from jitvm.lower.loops.analysis import find_nests
 from jitvm.verify import verify_module
 from tests.interp_support import instantiate
 from tests.matmul_program import matmul_vmasm, run_matmul

@@ -1,4 +1,4 @@
-"""Loop nests split across threads (lower.parallel): the root loop of a nest runs on the
+"""Loop nests split across threads (lower.loops.parallel): the root loop of a nest runs on the
 pool when its iterations are provably independent, and only then.
 
 Each kernel is called on the JIT with a pool lent to direct calls (JitBackend's
@@ -14,7 +14,7 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend import assemble
 from jitvm.lower.backend import JitBackend
-from jitvm.runtime.objects import VmBuffer
+from jitvm.runtime.vm.objects import VmBuffer
 from tests.interp_support import instantiate
 
 # @k(out, in, rows, cols): a two-deep nest over rows (the root loop) and columns; BODY is
@@ -157,8 +157,8 @@ def test_entry_constants_are_registers_nothing_else_writes():
     """What the split body may take as constants: written once, by a constant in the entry
     block; a register a branch edge or another instruction also writes is not one."""
     from jitvm.frontend.module import load_module
-    from jitvm.lower.loops import entry_constants
-    from jitvm.lower.parallel import live_at
+    from jitvm.lower.loops.analysis import entry_constants
+    from jitvm.lower.loops.parallel import live_at
     from jitvm.verify import verify_module
 
     vf = verify_module(load_module(assemble(CONSTANTS, "<consts>"))).functions[0]

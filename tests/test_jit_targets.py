@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from jitvm.frontend.module import load_module
-from jitvm.lower import inspect, target
+from jitvm.lower import inspect
+from jitvm.runtime.native import target
 from jitvm.verify import verify_module
 
 AARCH64 = [target.CROSS["aarch64"], target.CROSS["aarch64-neoverse-n1"]]

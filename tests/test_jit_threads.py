@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitvm
-from jitvm.lower import dispatch
+from jitvm.runtime.exec import runner as dispatch
 from jitvm.lower.backend import JitBackend
 from tests.corpus import make_inputs, source_files
 

@@ -9,10 +9,10 @@ import pytest
 
 import jitvm
 from jitvm.frontend.module import load_module
-from jitvm.lower import registry
+from jitvm.lower.emit import registry
 from jitvm.lower.backend import JitBackend
-from jitvm.runtime.bytecode import LoadedModule
-from jitvm.runtime.context import Context
+from jitvm.runtime.vm.bytecode import LoadedModule
+from jitvm.runtime.vm.context import Context
 from jitvm.verify import verify_module
 from tests.corpus import source_files
 from tests.corpus.oracle import run_module
@@ -148,7 +148,7 @@ def test_i32_write_to_the_high_half_of_an_outer_induction_variable_stops_version
     unchecked. The loop analysis forgot only the written slot, not the i64 it is the high
     half of; the guarded copy then read 16 EiB away (SIGSEGV)."""
     from jitvm.frontend.asm import assemble
-    from jitvm.lower.loops import find_nests
+    from jitvm.lower.loops.analysis import find_nests
 
     text = """vm.module @m version 0
 vm.type !vm.buffer

@@ -1,5 +1,5 @@
 """A replayed sequence wakes the pool first only when its last run used the pool
-(lower.replay: SequenceT.used_pool). A woken pool thread spins; where the dispatches all
+(runtime.exec.replay: SequenceT.used_pool). A woken pool thread spins; where the dispatches all
 run on the calling thread that bought nothing and, on this project's VM, slowed one-thread
 sequences by 20-45%. The pool's generation word counts wake-ups and posts."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import jitvm
-from jitvm.lower import workers
+from jitvm.runtime.exec import workers
 from jitvm.lower.backend import JitBackend
 from tests.corpus import make_inputs
 

@@ -1,12 +1,12 @@
-"""Ref types implemented in Python (runtime.objects.NativeObject): native headers whose last
+"""Ref types implemented in Python (runtime.vm.objects.NativeObject): native headers whose last
 release drops the Python object, including releases from inside another object's teardown."""
 
 from __future__ import annotations
 
 import gc
 
-from jitvm.runtime import nativelib, objects
-from jitvm.runtime.objects import NativeObject, Ref, header, payload, type_id
+from jitvm.runtime.vm import nativelib, objects
+from jitvm.runtime.vm.objects import NativeObject, Ref, header, payload, type_id
 
 
 class Probe(NativeObject):

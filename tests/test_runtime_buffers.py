@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from jitvm.runtime.objects import VmBuffer
+from jitvm.runtime.vm.objects import VmBuffer
 
 
 @pytest.mark.parametrize("alignment", [1, 8, 16, 64, 4096])

@@ -15,7 +15,7 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend import assemble, load_module
 from jitvm.frontend.decode import decode_function
-from jitvm.frontend.encode import encode_function
+from jitvm.frontend.asm.encode import encode_function
 from jitvm.frontend.floatbits import f32_from_bits, f32_to_bits
 from jitvm.lower.backend import JitBackend
 from tests.corpus import ArgSpec, Call

@@ -1,4 +1,4 @@
-"""The native thread-choice policy (lower.replay): which way a dispatch runs, given costs.
+"""The native thread-choice policy (runtime.exec.replay): which way a dispatch runs, given costs.
 
 The policy runs in native code before every dispatch; these tests hand it measured costs of
 their own (a CostT) and read its choices run by run."""
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from jitvm.lower import replay, workers
-from jitvm.lower.dispatch import NativeDispatchRunner
-from jitvm.runtime.objects import VmBuffer
+from jitvm.runtime.exec import replay, workers
+from jitvm.runtime.exec.runner import NativeDispatchRunner
+from jitvm.runtime.vm.objects import VmBuffer
 
 FN = 0x1000  # an entry address the policy only uses as the key of its cost record
 GRID = (8, 1, 1)

@@ -10,8 +10,7 @@ import pytest
 import jitvm
 from jitvm.frontend.module import load_module
 from jitvm.verify import FeatureError, available_features, verify_module
-from jitvm.verify.features import (DISABLE_ENV, EXT_F32, EXT_F64, UNWIND, YIELD, FeatureConfigError,
-                                   format_features, hardware_features)
+from jitvm.verify.features import DISABLE_ENV, EXT_F32, EXT_F64, UNWIND, YIELD, FeatureConfigError, format_features, hardware_features
 from tests.corpus import build_corpus
 from tests.verify_support import find, patch, patch_descriptor, root_field_offset, u32
 

@@ -1,4 +1,4 @@
-"""The opt-in native workgroup trace (lower.trace): every workgroup recorded once, on the
+"""The opt-in native workgroup trace (runtime.exec.trace): every workgroup recorded once, on the
 thread that ran it, and no trace code unless asked for. Each case runs in a process of its
 own: the worker code is built once per process."""
 
@@ -21,7 +21,7 @@ _SCRIPT = r"""
 import json, sys
 import numpy as np
 import jitvm
-from jitvm.lower import workers
+from jitvm.runtime.exec import workers
 from jitvm.lower.backend import JitBackend
 
 calls = json.loads(sys.argv[2])

@@ -13,7 +13,7 @@ from jitvm.frontend import ModuleBuilder, load_module, pack_bits
 from jitvm.frontend.archive import SEGMENT_ALIGNMENT
 from jitvm.frontend.dump import dump_text
 from jitvm.frontend.module import FEATURE_BITS
-from jitvm.frontend.writer import BuildError, MAX_EMBEDDED
+from jitvm.frontend.asm.writer import BuildError, MAX_EMBEDDED
 
 READERS = """
 vm.export @byte_at
@@ -60,8 +60,8 @@ def iree_call(path, name, *args):
 
 def jitvm_call(path, name, *args, backend="jit"):
     from jitvm.api import get_backend
-    from jitvm.runtime.bytecode import LoadedModule
-    from jitvm.runtime.context import Context
+    from jitvm.runtime.vm.bytecode import LoadedModule
+    from jitvm.runtime.vm.context import Context
 
     context = Context()
     instance = context.add(LoadedModule(jitvm.verify_module(load_module(path)), get_backend(backend)))

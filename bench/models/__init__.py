@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .kernels import conv, depthwise, matmul, mlp, softmax
-from .resnet import resnet50
-from .spec import ModelSpec
+from bench.models.kernels import conv, depthwise, matmul, mlp, softmax
+from bench.models.resnet import resnet50
+from bench.models.spec import ModelSpec
 
 
 def suite(resolution: int = 64) -> dict[str, ModelSpec]:

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
-from .mlir import Function, module
-from .spec import ModelSpec
+from bench.models import ops
+from bench.models.mlir import Function, module
+from bench.models.spec import ModelSpec
 
 
 def he(rng: np.random.Generator, shape, fan_in: int, gain: float = 2.0) -> np.ndarray:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .mlir import Function, Value, tensor_type
+from bench.models.mlir import Function, Value, tensor_type
 
 NEG_INF = float("-inf")
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops
-from .kernels import he, small_bias
-from .mlir import Function, Value, module
-from .spec import ModelSpec
+from bench.models import ops
+from bench.models.kernels import he, small_bias
+from bench.models.mlir import Function, Value, module
+from bench.models.spec import ModelSpec
 
 STAGES = ((3, 64, 256), (4, 128, 512), (6, 256, 1024), (3, 512, 2048))
 RESIDUAL_GAIN = 0.5  # measured: 1.0 gives logits of std ~30 (one-hot softmax), 0.5 std ~2, 0.2 std ~0.2

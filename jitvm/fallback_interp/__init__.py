@@ -4,9 +4,9 @@ Each verified function is translated once into Python source (codegen) from per-
 handlers registered against the ISA table (registry, ops_*.py) and compiled by CPython; a
 register file is a zeroed bytearray seen through typed memoryviews, exactly IREE's layout,
 so values written as one type and read as another alias as they do in IREE. The JIT must
-produce bit-identical results and the same traps; both backends share runtime.traps
-(kinds and messages), runtime.listops, runtime.hashing, runtime.mathlib (libm) and
-runtime.semantics (host facts: fused fma, float->u64 conversion, call depth).
+produce bit-identical results and the same traps; both backends share runtime.vm.traps
+(kinds and messages), runtime.vm.listops, runtime.vm.hashing, runtime.native.mathlib (libm) and
+runtime.vm.semantics (host facts: fused fma, float->u64 conversion, call depth).
 
 IREE behaviour pinned down by experiment against iree-base-runtime 3.13 (x86_64):
   * vm.fma.f32/f64 is a multiply then an add, each rounded (not fused);
@@ -27,7 +27,7 @@ IREE behaviour pinned down by experiment against iree-base-runtime 3.13 (x86_64)
     bits (0 -> UNKNOWN);
   * vm.trace and vm.print print nothing; vm.break and vm.cond_break are plain branches;
   * IREE's stack holds about 6,475 frames of a small function (1 MiB: 128 bytes per
-    bytecode frame plus its registers); jitvm bounds calls at runtime.semantics
+    bytecode frame plus its registers); jitvm bounds calls at runtime.vm.semantics
     .MAX_CALL_DEPTH frames in both backends (RESOURCE_EXHAUSTED beyond).
 Where IREE's C runtime dies instead of failing (SIGFPE on integer division by zero and
 INT_MIN / -1 or INT_MIN % -1; wild reads when an offset computation wraps) jitvm traps with

@@ -17,9 +17,9 @@ from typing import Sequence
 
 from ..errors import ArgumentError
 from ..frontend.cconv import Span
-from ..runtime import abi, nativelib, traps
-from ..runtime.bytecode import BytecodeInstance, InternalFunction, LoadedModule
-from ..runtime.layout import TrapT
+from ..runtime.vm import abi, nativelib, traps
+from ..runtime.vm.bytecode import BytecodeInstance, InternalFunction, LoadedModule
+from ..runtime.native.layout import TrapT
 from . import codegen, frames, imports
 
 _retain = nativelib.fn.jv_retain

@@ -10,16 +10,17 @@ Checks follow IREE (runtime/src/iree/vm/buffer.h): offsets of loads, stores and 
 elements of the op's width; a store or fill first requires a mutable buffer
 (PERMISSION_DENIED), then the whole range inside it (OUT_OF_RANGE). IREE computes the end
 offset with wrapping arithmetic; jitvm refuses every access outside the buffer instead.
-Messages and trap arguments are the JIT's (runtime.traps), so both backends read alike.
+Messages and trap arguments are the JIT's (runtime.vm.traps), so both backends read alike.
 """
 
 from __future__ import annotations
 
 import ctypes
 
-from ..runtime import layout, nativelib, traps
-from ..runtime.hashing import siphash24
-from ..runtime.layout import BufferT
+from ..runtime.native import layout
+from ..runtime.vm import nativelib, traps
+from ..runtime.vm.hashing import siphash24
+from ..runtime.native.layout import BufferT
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 _TYPE_ID_OFFSET = layout.field("Object", "type_id").offset

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..errors import UnsupportedError
 from ..frontend.cconv import argument_registers
-from ..runtime.semantics import MAX_CALL_DEPTH
+from ..runtime.vm.semantics import MAX_CALL_DEPTH
 from ..verify.model import VerifiedFunction, VerifiedModule
 from . import frames, registry, runtime_names
 

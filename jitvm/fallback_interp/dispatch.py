@@ -10,9 +10,9 @@ outermost, x innermost, the first failing workgroup stops the dispatch; denormal
 
 from __future__ import annotations
 
-from ..runtime import nativelib
-from ..runtime.native.hal.dispatch import Dispatch, SerialDispatchRunner
-from ..runtime.native.hal.fpu import denormals_flushed
+from ..runtime.vm import nativelib
+from ..runtime.exec.dispatch import Dispatch, SerialDispatchRunner
+from ..runtime.exec.fpu import denormals_flushed
 from . import frames
 
 

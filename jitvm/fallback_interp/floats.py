@@ -12,7 +12,7 @@ the HAL sets around dispatches, the hardware conversions flush exactly where IRE
 ops do.
 
 Everything libm computes goes through the same libm functions as IREE and the JIT
-(runtime.mathlib). What Python floats would get wrong is handled here:
+(runtime.native.mathlib). What Python floats would get wrong is handled here:
   * division by zero raises in Python: `divide_by_zero` gives x86's IEEE results;
   * int -> f32 must round once (Python's int -> float rounds to double first);
   * vm.round.f32.even is IREE's fallback implementation (its C23 branch tests the misspelled
@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 
-from ..runtime import abi, mathlib
+from ..runtime.vm import abi
+from ..runtime.native import mathlib
 
 
 DEFAULT_NAN = abi.f64_from_slot(0xFFF8000000000000)  # x86's "real indefinite" NaN

@@ -1,7 +1,7 @@
 """Invocation state and trap unwinding for interpreted functions.
 
 A `Stack` is one invocation's view of the VM call stack: its depth (bounded by
-`runtime.semantics.MAX_CALL_DEPTH`, the same limit the JIT enforces) and the buffer views
+`runtime.vm.semantics.MAX_CALL_DEPTH`, the same limit the JIT enforces) and the buffer views
 the interpreted code has opened. Nested entries on one thread (interpreted code calling a
 Python import that calls back into interpreted code) share the thread's current stack, so
 the depth bound holds across them.
@@ -18,8 +18,8 @@ import threading
 from contextlib import contextmanager
 
 from ..errors import STATUS_CODES, Error, Trap
-from ..runtime import traps
-from ..runtime.semantics import MAX_CALL_DEPTH
+from ..runtime.vm import traps
+from ..runtime.vm.semantics import MAX_CALL_DEPTH
 
 _tls = threading.local()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..errors import STATUS_CODES, Error, Trap
 from ..frontend.cconv import Span
-from ..runtime import abi, nativelib, traps
+from ..runtime.vm import abi, nativelib, traps
 
 _release = nativelib.fn.jv_release
 

@@ -2,7 +2,7 @@
 
 How exactness is kept is described in floats.py. Per op, following IREE's ops.h:
   * add/sub/mul/div/sqrt: computed in double, rounded once to the register type;
-  * fma: a multiply and an add, each rounded, unless runtime.semantics.FUSED_FMA (IREE's
+  * fma: a multiply and an add, each rounded, unless runtime.vm.semantics.FUSED_FMA (IREE's
     x86_64 build does not fuse: FP_FAST_FMAF is not defined there);
   * rem, ceil, floor, round, transcendental functions, lround/llround: libm;
   * abs/neg flip bits; min/max pick an operand by `<` (NaN handling depends on order) and
@@ -15,7 +15,7 @@ How exactness is kept is described in floats.py. Per op, following IREE's ops.h:
 
 from __future__ import annotations
 
-from ..runtime.semantics import FUSED_FMA
+from ..runtime.vm.semantics import FUSED_FMA
 from . import floats
 from .registry import handles
 

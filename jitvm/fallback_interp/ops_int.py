@@ -5,7 +5,7 @@ wraparound. Shift amounts are masked to the operand width (IREE: `amount &= 0x1F
 ctlz(0) is the width, abs(INT_MIN) is INT_MIN, division truncates toward zero and the
 remainder takes the dividend's sign. Division by zero and the signed INT_MIN / -1 overflow
 (and INT_MIN % -1) kill IREE's runtime with SIGFPE on x86; jitvm traps instead, with
-INVALID_ARGUMENT (runtime.traps DIVIDE_BY_ZERO / DIVIDE_OVERFLOW, as the JIT does).
+INVALID_ARGUMENT (runtime.vm.traps DIVIDE_BY_ZERO / DIVIDE_OVERFLOW, as the JIT does).
 
 `vm.switch.i64` reads the chosen case through the i32 view of its register, sign-extended:
 that is what IREE 3.13 does (a bug the corpus records as ORACLE-QUIRK), and the JIT too.

@@ -1,6 +1,6 @@
 """vm.list operations, through the implementation of IREE's list rules shared with the JIT.
 
-runtime.listops converts between element types as IREE does (integer widths sign-extend or
+runtime.vm.listops converts between element types as IREE does (integer widths sign-extend or
 truncate, f32 <-> f64 convert, anything else reads 0), refuses values of variant elements
 holding refs (and the reverse) with FAILED_PRECONDITION, and bounds-checks indices as
 unsigned 32-bit values. `vm.list.get.ref` of an element whose type is not the one the op
@@ -9,8 +9,8 @@ names yields null, like IREE (a `!vm.opaque` type names none, so it always yield
 
 from __future__ import annotations
 
-from ..runtime import nativelib, traps
-from ..runtime.listops import deref, storage_for
+from ..runtime.vm import nativelib, traps
+from ..runtime.vm.listops import deref, storage_for
 from .ops_control import store_ref
 from .ops_refs import ref_type_id
 from .registry import handles

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
-from ..runtime.objects import checked_type_id
+from ..runtime.vm.objects import checked_type_id
 from .ops_control import ref_move_or_retain, store_ref
 from .registry import handles
 
 
 def ref_type_id(e, type_index: int) -> int:
-    """The runtime type id a checked op compares against (runtime.objects.checked_type_id)."""
+    """The runtime type id a checked op compares against (runtime.vm.objects.checked_type_id)."""
     return checked_type_id(e.vf.module.types[type_index])
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import builtins
 
-from ..runtime import listops, nativelib, traps
+from ..runtime.vm import listops, nativelib, traps
 from . import buffers, floats, frames
 
 

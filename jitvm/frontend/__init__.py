@@ -6,7 +6,7 @@ from .bitpack import pack_bits, unpack_bits
 from .cconv import CallingConvention, Span, parse_cconv
 from .decode import Instruction, Reg, decode_function
 from .module import BytecodeModule, load_module
-from .writer import ModuleBuilder
+from .asm.writer import ModuleBuilder
 
 __all__ = [
     "BytecodeModule",

@@ -15,11 +15,11 @@ import time
 import warnings
 from collections import Counter
 
-from ..runtime import abi, traps
-from ..runtime.bytecode import BytecodeInstance, LoadedModule, describe_frame
-from ..runtime.layout import TrapT
-from . import cache, compile_pool, compiler
-from . import target as targets
+from ..runtime.vm import abi, traps
+from ..runtime.vm.bytecode import BytecodeInstance, LoadedModule, describe_frame
+from ..runtime.native.layout import TrapT
+from .llvm import cache, compile_pool, compiler
+from ..runtime.native import target as targets
 from .module import ModuleLowering, runtime_type_ids, type_table_symbol
 
 STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions, blocked_nests
@@ -73,7 +73,7 @@ class JitBackend:
     def call_pool(self):
         """The pool direct calls lend to their split loops (see split_calls_from), or None."""
         if self.split_calls_from is not None and self._call_pool is None:
-            from .workers import NativePool, native
+            from ..runtime.exec.workers import NativePool, native
 
             if native().pooled:
                 self._call_pool = NativePool(max(1, dispatch_threads(self.threads) - 1))
@@ -83,7 +83,7 @@ class JitBackend:
     def dispatch_runner(self):
         """The HAL's runner for this backend's executables: native, on all cores."""
         if self._runner is None:
-            from .dispatch import NativeDispatchRunner
+            from ..runtime.exec.runner import NativeDispatchRunner
 
             self._runner = NativeDispatchRunner(self.threads)
         return self._runner
@@ -142,7 +142,7 @@ class JitBackend:
 
 
 def dispatch_threads(threads: int | None) -> int:
-    from .dispatch import default_threads
+    from ..runtime.exec.runner import default_threads
 
     return threads or default_threads()
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from ..verify.model import VerifiedModule
-from . import compiler
-from . import target as targets
+from .llvm import compiler
+from ..runtime.native import target as targets
 from .module import ModuleLowering
 
 _FUNCTION = re.compile(r"^define .*?@\"?(jv_[0-9a-f]+_f(\d+))\"?\(", re.M)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from . import textir as ir
+from ..runtime.native import ir
 
-from ..runtime import mathlib, nativelib
+from ..runtime.native import mathlib
+from ..runtime.vm import nativelib
 from ..verify.model import VerifiedModule
-from . import registry
-from .emitter import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, Emitter, LoweringError, function_symbol
+from .emit import registry
+from .emit.emitter import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, Emitter, LoweringError, function_symbol
 
 _CTYPE_TO_IR = {ctypes.c_void_p: PTR, ctypes.c_int32: I32, ctypes.c_uint32: I32, ctypes.c_int64: I64,
                 ctypes.c_uint64: I64, ctypes.c_float: F32, ctypes.c_double: F64, None: VOID}
@@ -26,8 +27,8 @@ def type_table_symbol(key: str) -> str:
 
 
 def runtime_type_ids(verified: VerifiedModule) -> list[int]:
-    """The values of a module's type table in this process (runtime.objects.checked_type_id)."""
-    from ..runtime.objects import checked_type_id
+    """The values of a module's type table in this process (runtime.vm.objects.checked_type_id)."""
+    from ..runtime.vm.objects import checked_type_id
 
     return [checked_type_id(t) for t in verified.types]
 
@@ -59,11 +60,11 @@ class ModuleLowering:
                  derive_indices: bool = True):
         self.verified = verified
         self.version_loops = version_loops  # guarded copies of loop nests without per-access checks
-        self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.jam)
+        self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.loops.jam)
         self.jam_outer = jam_outer  # ... of the jammed loop's parent too: register blocking
-        self.share_copies = share_copies  # jammed copies lower a value they share once (lower.copy_sharing)
+        self.share_copies = share_copies  # jammed copies lower a value they share once (lower.loops.sharing)
         self.blocked_nests = 0  # nests lowered register-blocked (statistics)
-        self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.parallel)
+        self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.loops.parallel)
         self.affine_indices = affine_indices  # their indices rebuilt from the affine form (guard.proven_index)
         self.derive_indices = derive_indices  # ... a jammed copy's from another copy's (guard.proven_index)
         self.key = key
@@ -84,7 +85,7 @@ class ModuleLowering:
     # --- declarations used by the emitters ----------------------------------------------------
 
     def runtime(self, name: str) -> ir.Function:
-        """A native runtime function (runtime.nativelib) or a libm function, declared once."""
+        """A native runtime function (runtime.vm.nativelib) or a libm function, declared once."""
         fn = self._runtime.get(name)
         if fn is None:
             proto = nativelib.prototype(name)
@@ -122,7 +123,7 @@ class ModuleLowering:
         return fn
 
     def _helper_release(self) -> ir.Function:
-        from .emitter import offset_of
+        from .emit.emitter import offset_of
 
         fn, b = self._define("release", VOID, [PTR], ("nounwind", "alwaysinline"))
         (obj,) = fn.args
@@ -158,7 +159,7 @@ class ModuleLowering:
     def ref_type_id(self, builder, type_index: int):
         """The runtime type id a checked ref op compares against, as an IR value: the module's
         type table entry (filled at load), or a constant where it names no ref type."""
-        from ..runtime.objects import checked_type_id, names_ref_type
+        from ..runtime.vm.objects import checked_type_id, names_ref_type
 
         t = self.verified.types[type_index]
         if not names_ref_type(t):
@@ -172,7 +173,7 @@ class ModuleLowering:
         """A zeroed object-sized constant standing in for null refs in branch-free loads."""
         g = self._runtime.get("__null_object")
         if g is None:
-            from ..runtime import layout
+            from ..runtime.native import layout
 
             ty = ir.ArrayType(I64, (max(layout.sizeof("Buffer"), layout.sizeof("List")) + 7) // 8)
             g = ir.GlobalVariable(self.module, ty, name="jv.null_object")
@@ -230,7 +231,7 @@ class ModuleLowering:
 
     def _make_table_thunk(self, ordinal: int, fn: ir.Function) -> None:
         """A body for a function the JIT could not lower: call through state->functions[i]."""
-        from .emitter import offset_of
+        from .emit.emitter import offset_of
 
         fn.blocks.clear()
         fn.linkage = "internal"

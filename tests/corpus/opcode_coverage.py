@@ -26,7 +26,7 @@ if __package__ in (None, ""):  # allow running as a plain script
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from tests.corpus import build_corpus, require_tool  # type: ignore
 else:
-    from . import build_corpus, require_tool
+    from tests.corpus import build_corpus, require_tool
 
 DEFAULT_ISA = os.environ.get("JITVM_ISA_JSON", "/work/ref/isa.json")
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import Call, CorpusModule, make_inputs
+from tests.corpus import Call, CorpusModule, make_inputs
 
 DRIVER = "local-sync"
 
@@ -224,7 +224,7 @@ def run_call_in_subprocess(module: CorpusModule, index: int, cache_dir=None) -> 
     import sys
     from pathlib import Path
 
-    from . import CORPUS_DIR
+    from tests.corpus import CORPUS_DIR
 
     if cache_dir is None:
         cache_dir = module.vmfb.parent.parent
@@ -259,7 +259,7 @@ def main(argv=None) -> int:
     """``python -m tests.corpus.oracle [name ...]``: prints what IREE returns for each CALL."""
     import sys
 
-    from . import build_corpus
+    from tests.corpus import build_corpus
 
     names = (argv if argv is not None else sys.argv[1:]) or None
     bad = 0

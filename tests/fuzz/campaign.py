@@ -19,9 +19,9 @@ from pathlib import Path
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.lower.backend import JitBackend
 
-from .emit import RandomChooser
-from .program import KINDS, generate
-from .run import run_program
+from tests.fuzz.emit import RandomChooser
+from tests.fuzz.program import KINDS, generate
+from tests.fuzz.run import run_program
 
 
 def main(argv=None) -> int:

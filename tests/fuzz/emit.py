@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from jitvm.frontend import isa
 from jitvm.frontend.cconv import argument_registers
 
-from . import values
+from tests.fuzz import values
 
 VALUE_BANKS = ("i32", "i64", "f32", "f64")
 WIDE = frozenset(("i64", "f64"))

@@ -2,7 +2,7 @@
 
 A kernel is `@kN(m, n, off, sel)` over buffers held in ref globals (set up once by
 `@setup`: allocated and filled from rodata, cloned from rodata, or rodata itself, which is
-read-only). Its nest has one to three counted loops in the layout jitvm/lower/loops.py
+read-only). Its nest has one to three counted loops in the layout jitvm/lower/loops/analysis.py
 recognises: header `cmp.lt.i64.s iv, bound` + `cond_br` to the next block or out, body
 blocks in order, latch `add.i64 iv, step` + `br` back, the inner loop's exit being the
 outer loop's latch block. The outer bound is `m`, the next one `n` (or constants); element
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 from jitvm.frontend import isa
 
-from . import memory, ops, scalar, values
-from .emit import FuncGen, FuncOut, RandomChooser, V, emit_op, reg_text, remap_text, render
+from tests.fuzz import memory, ops, scalar, values
+from tests.fuzz.emit import FuncGen, FuncOut, RandomChooser, V, emit_op, reg_text, remap_text, render
 
 KDTYPES = ["f32", "f32", "f32", "f64", "i32", "i32", "i64", "i8", "i16"]
 WIDTH = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "i8": 1, "i16": 2}

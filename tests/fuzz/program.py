@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from . import control, kernel, memory, scalar
-from .emit import Chooser, DrawChooser, ModuleGen, Program
+from tests.fuzz import control, kernel, memory, scalar
+from tests.fuzz.emit import Chooser, DrawChooser, ModuleGen, Program
 
 KINDS = ("scalar", "control", "memory", "kernel", "mixed")
 

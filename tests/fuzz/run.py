@@ -10,7 +10,7 @@ bit for bit (NaN payloads included), traps by status name and message. On top of
 refs are compared by content (buffers: length, mutability and bytes; lists: mode, element
 type, size and elements) and by identity pattern (which results are the same object).
 
-The one tolerated difference (see `jitvm/lower/ops_float.py:_first_nan_wins`): in the
+The one tolerated difference (see `jitvm/lower/emit/ops_float.py:_first_nan_wins`): in the
 JIT's guarded fast copy of a loop nest, an add or mul that meets two NaNs with different
 payloads may return either. Only values computed in loops of functions with buffer
 accesses in loops are affected; the generator marks those (kernel results, and the float
@@ -28,11 +28,11 @@ import numpy as np
 
 from jitvm.frontend import assemble
 from jitvm.lower.backend import STATS
-from jitvm.runtime.objects import Ref, VmBuffer, VmList
+from jitvm.runtime.vm.objects import Ref, VmBuffer, VmList
 from tests.interp_support import describe, instantiate, same_value
 from tests.test_jit_vs_interp import outcome, same_outcome, show
 
-from .emit import Program
+from tests.fuzz.emit import Program
 
 _DTYPES = {"f32": np.float32, "f64": np.float64}
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from ...errors import AsmError
 from .. import isa
 from ..decode import Reg
-from ..encode import EncodeError, reg as make_reg
+from .encode import EncodeError, reg as make_reg
 from ..floatbits import round_to_f32
-from ..writer import Label, Symbol
+from .writer import Label, Symbol
 from .source import Cursor
 
 _REG = re.compile(r"%([irR])(\d+)(?::(\d+))?")

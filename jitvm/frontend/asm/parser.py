@@ -28,7 +28,7 @@ from ...errors import AsmError, Error
 from .. import isa
 from ..cconv import argument_registers, make_cconv, parse_cconv
 from ..module import FEATURE_BITS
-from ..writer import FunctionDef, ModuleBuilder, Pending, VALUE_GLOBAL_SIZES
+from .writer import FunctionDef, ModuleBuilder, Pending, VALUE_GLOBAL_SIZES
 from . import attrs as attr_syntax
 from .forms import MATCHERS, MNEMONIC, Label, read_reg, scan_type
 from .source import Cursor

@@ -1,0 +1,143 @@
+"""LLVM IR -> optimized machine code, and object code -> callable functions in this process.
+
+Lowered modules go through LLVM's standard optimization pipeline (no fast-math anywhere:
+the IR carries no such flags) and are emitted as object files, which the on-disk cache
+stores; loading an object file into an MCJIT engine costs no compilation.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Iterable
+
+import llvmlite.binding as llvm
+
+from ...runtime.vm import nativelib
+from ...runtime.native import target as targets
+
+_load_lock = threading.Lock()
+
+
+def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int = 2,
+             slp: bool = True, context=None) -> llvm.ModuleRef:
+    """The optimized module, parsed into `context` (default: LLVM's global context)."""
+    tm = targets.machine(target, codegen)
+    mod = llvm.parse_assembly(ir_text, context)
+    try:
+        mod.triple = target.triple
+        mod.data_layout = str(tm.target_data)
+        mod.verify()
+        pto = llvm.create_pipeline_tuning_options(speed_level=speed)
+        pto.slp_vectorization = slp and speed >= 2  # off by default in llvmlite; it packs the jammed copies
+        pb = llvm.create_pass_builder(tm, pto)
+        pm = pb.getModulePassManager()
+        pm.run(mod, pb)
+    except BaseException:
+        mod.close()  # before its context goes
+        raise
+    return mod
+
+
+def emit_object(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2) -> bytes:
+    return targets.machine(target, codegen).emit_object(mod)
+
+
+def build_object(ir_text: str, target: targets.Target, speed: int, codegen: int, slp: bool) -> bytes:
+    """Optimized object code for one function group (what a compile worker runs).
+
+    Each build has an LLVM context of its own, freed with its module: constants, types and
+    metadata otherwise pile up in the global context for the life of the process, and after
+    some 700 fuzz programs' modules in one process an optimization pass tripped an LLVM
+    assertion (Value::doRAUW)."""
+    context = llvm.create_context()
+    mod = None
+    try:
+        mod = optimize(ir_text, target, speed, codegen, slp, context)
+        return emit_object(mod, target, codegen)
+    finally:
+        if mod is not None:
+            mod.close()
+        context.close()
+
+
+def build_objects(texts: Iterable[str], count: int, target: targets.Target, speed: int, codegen: int,
+                  slp: bool) -> list[bytes]:
+    """Object code for each of `count` function groups, whose IR `texts` yields as they are
+    lowered: with several groups, on a pool of worker processes (lower.llvm.compile_pool: llvmlite
+    serializes LLVM calls within a process), any group no worker compiled here."""
+    if count <= 1:
+        return [build_object(t, target, speed, codegen, slp) for t in texts]
+    import tempfile
+    from pathlib import Path
+
+    from .compile_pool import CompilePool, processes
+
+    with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
+        pool = CompilePool(min(processes(), count), Path(tmp), target, speed, codegen, slp)
+        try:
+            pending = {}
+            for i, text in enumerate(texts):
+                if pool.workers:
+                    pool.submit(i, text)
+                else:
+                    pending[i] = text
+            results = pool.finish()
+        finally:
+            pool.close()
+        objects = []
+        for i in range(count):
+            obj = results.get(i)
+            if obj is None:
+                text = pending.pop(i, None)
+                obj = build_object(text if text is not None else (Path(tmp) / f"g{i}.ll").read_text(),
+                                   target, speed, codegen, slp)
+            objects.append(obj)
+        return objects
+
+
+def emit_assembly(mod: llvm.ModuleRef, target: targets.Target, codegen: int = 2) -> str:
+    return targets.machine(target, codegen).emit_assembly(mod)
+
+
+def has_loops(verified) -> bool:
+    """Whether any function branches backwards: where compile time pays for itself."""
+    return any(has_loops_in(vf) for vf in verified.functions)
+
+
+def has_loops_in(vf) -> bool:
+    """Whether the function branches backwards."""
+    for block in vf.blocks:
+        ins = vf.instructions[block.last]
+        for f, value in zip(ins.op.fields, ins.args):
+            if f.kind == "target" and vf.block_of_pc.get(value, 1 << 30) <= block.index:
+                return True
+            if f.kind == "cases" and any(vf.block_of_pc.get(t, 1 << 30) <= block.index for t, _ in value):
+                return True
+    return False
+
+
+class LoadedCode:
+    """Object code linked into this process; keeps its engine (and the code) alive."""
+
+    def __init__(self, objects: list[bytes]):
+        nativelib.load()  # runtime symbols must exist before linking
+        from ...runtime.exec.workers import native
+
+        native()  # jv_parallel_for
+        with _load_lock:
+            host = targets.host()
+            empty = llvm.parse_assembly(f'target triple = "{host.triple}"\n')
+            # The engine takes ownership of its TargetMachine and frees it when disposed, so
+            # it gets a fresh one: handing it the shared cached machine left a dangling
+            # pointer for the next compile once a module's code was garbage collected.
+            engine = llvm.create_mcjit_compiler(empty, targets.machine.__wrapped__(host))
+            for obj in objects:
+                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+            engine.finalize_object()
+        self.engine = engine
+
+    def address(self, symbol: str) -> int:
+        addr = self.engine.get_function_address(symbol)
+        if not addr:
+            raise KeyError(f"symbol {symbol} not found in compiled code")
+        return addr

@@ -1,0 +1,174 @@
+"""Workgroups in native code on all cores: the JIT's DispatchRunner for the HAL.
+
+Native workers walk the workgroup grid (`workers.py`): the calling thread and a pool of
+native threads parked between dispatches, each with its own workgroup-local memory. A
+dispatch runs as a native sequence of steps (`replay.py`): one step for a dispatch from
+Python, a whole run of a command buffer's dispatches at once when the HAL prepares them.
+Per entry function the sequence measures both ways (all threads, the calling thread alone)
+and keeps the faster: for small grids waking the pool costs more than the work.
+
+Traps stay deterministic whatever the thread count: a failing worker stops the others
+from claiming more work, and a claimed run is finished unless it fails itself; every index
+below the first failure was claimed earlier and runs, so the lowest failing index, the one
+a serial loop reports, is always among the failures recorded.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+from ..vm import traps
+from ..vm.bytecode import describe_frame
+from . import fpu
+from .dispatch import Dispatch, PreparedDispatch, PreparedFill, SerialDispatchRunner
+from . import replay, workers
+
+SPARE_SEQUENCES = 4  # one-step sequences kept for Python dispatches (one per concurrent caller)
+
+
+def default_threads() -> int:
+    env = os.environ.get("JITVM_THREADS")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            pass
+    return os.cpu_count() or 1
+
+
+class NativeDispatchRunner:
+    """Runs a dispatch's workgroups in native code on `threads` threads."""
+
+    def __init__(self, threads: int | None = None):
+        self.threads = threads or default_threads()
+        self.force_threads = 0  # nonzero: every grid runs on this many threads (tests)
+        self.warm_pool = True  # sequences of several steps wake parked pool threads first
+        self.flush = fpu.flush_bits()
+        self._pool = None  # started on the first dispatch that uses it
+        self._serial = SerialDispatchRunner()
+        self._costs: dict[int, replay.CostT] = {}  # entry fn -> its measured cost
+        self._spare: list[replay.Sequence] = []
+        self.last_threads = 0  # how many threads the last dispatch ran on
+        self._targets: dict[int, tuple] = {}  # id(entry) -> (entry, (fn, ctx) or None)
+        self._no_helpers = (None, None)
+
+    def pool(self) -> workers.NativePool | None:
+        if self._pool is None and self.threads > 1 and workers.native().pooled:
+            self._pool = workers.NativePool(self.threads - 1)
+        return self._pool
+
+    def split_loops_from(self, iterations: int) -> None:
+        """Kernels split a loop nest across the idle pool from this many innermost iterations
+        (workers.SPLIT_MIN_WORK by default; 0 splits every nest that qualifies: tests)."""
+        pool = self.pool()
+        if pool is not None:
+            pool.state.split_min_work = iterations
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    # --- what sequences need ------------------------------------------------------------
+
+    def cost_address(self, fn: int) -> int:
+        cost = self._costs.get(fn)
+        if cost is None:
+            cost = self._costs.setdefault(fn, replay.CostT())
+        return ctypes.addressof(cost)
+
+    def helper_locals(self, size: int):
+        pool = self.pool()
+        if pool is None:
+            return self._no_helpers
+        objs, data = pool.helper_locals(size)
+        return ctypes.addressof(objs), ctypes.addressof(data)
+
+    def _native_target(self, entry) -> tuple[int, int] | None:
+        """(fn, ctx) of a JIT-compiled entry the native loop may run, or None: an interpreted
+        entry, or one whose module stores globals the workers would share. Asked once per entry."""
+        cached = self._targets.get(id(entry))
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        instance = getattr(entry, "instance", None)
+        native = None
+        if instance is not None and hasattr(instance.loaded.executable, "entries") and \
+                entry.ordinal in instance.loaded.executable.entries and \
+                not (self.threads > 1 and writes_globals(instance)):
+            native = entry.native_entry()
+        self._targets[id(entry)] = (entry, native)  # holding `entry` keeps its id unique
+        return native
+
+    # --- running --------------------------------------------------------------------------
+
+    def run(self, dispatch: Dispatch) -> None:
+        target = self._native_target(dispatch.entry)
+        if target is None:
+            return self._serial.run(dispatch)
+        cx, cy, cz = dispatch.workgroup_count
+        if cx * cy * cz == 0:
+            return
+        seq = self._spare.pop() if self._spare else replay.Sequence(self, 1)
+        try:
+            seq.set_step(0, target, dispatch.constants.addr, dispatch.bindings.addr, dispatch.local_memory,
+                         (cx, cy, cz))
+            self.run_sequence(seq, None)
+        finally:
+            if len(self._spare) < SPARE_SEQUENCES:
+                self._spare.append(seq)
+
+    def prepare(self, steps: list[PreparedDispatch | PreparedFill]) -> replay.Sequence | None:
+        """The dispatches and fills as one native sequence, or None if a dispatch is not native."""
+        targets = [self._native_target(d.entry) if isinstance(d, PreparedDispatch) else None for d in steps]
+        if any(t is None for d, t in zip(steps, targets) if isinstance(d, PreparedDispatch)):
+            return None
+        seq = replay.Sequence(self, len(steps), keep=steps)
+        for i, (d, target) in enumerate(zip(steps, targets)):
+            if isinstance(d, PreparedFill):
+                seq.set_fill(i, d.target, d.pattern, d.pattern_length)
+            else:
+                seq.set_step(i, target, d.constants.addr, d.bindings.addr, d.local_memory, d.workgroup_count,
+                             d.views)
+        return seq
+
+    def run_sequence(self, seq: replay.Sequence, bases) -> None:
+        """Runs `seq`'s steps with the pool held (or on this thread alone when it is busy)."""
+        pool = self.pool()
+        held = pool.hold() if pool is not None else 0
+        seq.struct.force, seq.struct.warm = self.force_threads, self.warm_pool
+        try:
+            status = workers.native().run_steps(seq.address, bases, held)
+        finally:
+            if held:
+                pool.give_back()
+        self.last_threads = seq.struct.last_threads
+        if status:
+            raise _failure(seq)
+
+
+def _failure(seq: replay.Sequence) -> BaseException:
+    """The failing step's exception: the share holding the lowest failing workgroup, the one
+    a serial loop reports (the other shares' parked exceptions are dropped)."""
+    n = max(1, seq.struct.last_threads)
+    failures = [(seq.failed[k], k) for k in range(n) if seq.statuses[k]]
+    _, k = min(failures)
+    for j in range(n):
+        if j != k and seq.statuses[j]:
+            traps.take_exception(seq.records[j], describe_frame)
+        seq.statuses[j] = 0
+    return traps.take_exception(seq.records[k], describe_frame)
+
+
+def writes_globals(instance) -> bool:
+    """Whether the module's functions (other than __set_constants) store into globals."""
+    cached = getattr(instance.loaded, "_writes_globals", None)
+    if cached is None:
+        m = instance.loaded.module
+        setter = m.export("__set_constants")
+        skip = setter.internal_ordinal if setter else -1
+        cached = any(ins.op.family.startswith("global_store")
+                     for vf in instance.loaded.verified.functions if vf.ordinal != skip
+                     for ins in vf.instructions)
+        instance.loaded._writes_globals = cached
+    return cached

@@ -1,0 +1,108 @@
+"""hal.device: the synchronous local CPU device (IREE's `local-sync`).
+
+Queue operations run to completion inside the call: wait fences must already be reached,
+the operation runs, then the signal fence is signalled, or failed with the error (which is
+also raised, as the sync device returns it to the caller).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+
+from ....errors import STATUS_CODES, Trap
+from ...vm.objects import NativeObject, Ref
+from .allocator import HalAllocator
+from .buffer import HalBuffer, copy
+from .command_buffer import HalCommandBuffer
+from .executable import VMVX_FORMAT
+from .fence import HalFence, wait_all
+
+DEVICE_ID = "local-sync"
+
+
+def match_pattern(value: str, pattern: str) -> bool:
+    """IREE's iree_string_view_match_pattern: `*` and `?` wildcards."""
+    return fnmatch.fnmatchcase(value, pattern)
+
+
+class HalDevice(NativeObject):
+    type_name = "hal.device"
+    facts = "HalDeviceFacts"
+
+    def __init__(self, backend, runner):
+        self.backend = backend  # executables are prepared with the host module's backend
+        self.runner = runner  # and dispatched with its runner
+        self.allocator_ref = HalAllocator.new(DEVICE_ID)
+
+    def write_facts(self, facts) -> None:
+        facts.allocator = self.allocator_ref.addr
+
+    @property
+    def allocator(self) -> HalAllocator:
+        return self.allocator_ref.payload
+
+    # --- queries ---------------------------------------------------------------------------
+
+    def query_i64(self, category: str, key: str) -> int | None:
+        """The value of a configuration key, or None when the device does not know it."""
+        if category == "hal.device.id":
+            return int(match_pattern(DEVICE_ID, key))
+        if category == "hal.executable.format":
+            return int(key == VMVX_FORMAT)
+        if category in ("hal.device", "hal.dispatch") and key == "concurrency":
+            return 1
+        return None
+
+    # --- queue operations ------------------------------------------------------------------
+
+    def queue_op(self, what: str, wait: HalFence | None, signal: HalFence | None, body):
+        wait_all([wait], what)
+        try:
+            result = body()
+        except Exception as e:
+            if signal is not None:
+                signal.fail(e if isinstance(e, Trap) else Trap(STATUS_CODES["INTERNAL"], str(e)))
+            raise
+        if signal is not None:
+            signal.signal()
+        return result
+
+    def queue_alloca(self, wait, signal, memory_type: int, usage: int, size: int) -> Ref:
+        return self.queue_op("queue.alloca", wait, signal,
+                             lambda: self.allocator.allocate(memory_type, usage, size))
+
+    def queue_dealloca(self, wait, signal, buffer: HalBuffer) -> None:
+        # Heap (non-transient) buffers are freed when their last reference goes away.
+        self.queue_op("queue.dealloca", wait, signal, lambda: None)
+
+    def queue_fill(self, wait, signal, target: HalBuffer, offset: int, length: int, pattern: int,
+                   pattern_length: int) -> None:
+        self.queue_op("queue.fill", wait, signal,
+                      lambda: target.fill(offset, length, pattern, pattern_length))
+
+    def queue_update(self, wait, signal, data: memoryview, target: HalBuffer, offset: int) -> None:
+        self.queue_op("queue.update", wait, signal, lambda: target.write(offset, data))
+
+    def queue_copy(self, wait, signal, source: HalBuffer, source_offset: int, target: HalBuffer,
+                   target_offset: int, length: int) -> None:
+        self.queue_op("queue.copy", wait, signal,
+                      lambda: copy(source, source_offset, target, target_offset, length))
+
+    def queue_read(self, wait, signal, file, file_offset: int, target: HalBuffer, target_offset: int,
+                   length: int) -> None:
+        self.queue_op("queue.read", wait, signal,
+                      lambda: target.write(target_offset, file.read(file_offset, length)))
+
+    def queue_write(self, wait, signal, source: HalBuffer, source_offset: int, file, file_offset: int,
+                    length: int) -> None:
+        self.queue_op("queue.write", wait, signal,
+                      lambda: file.write(file_offset, source.view(source_offset, length)))
+
+    def queue_execute(self, wait, signal, command_buffer: HalCommandBuffer | None, table) -> None:
+        def run():
+            if command_buffer is not None:
+                command_buffer.execute(table, self)
+        self.queue_op("queue.execute", wait, signal, run)
+
+    def queue_barrier(self, wait, signal) -> None:
+        self.queue_op("queue.barrier", wait, signal, lambda: None)

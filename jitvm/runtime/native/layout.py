@@ -1,0 +1,204 @@
+"""The native memory layout of every runtime object, described once.
+
+JIT-compiled code reads and writes these structs directly; Python sees them through
+ctypes views generated from the same description, and the LLVM struct types used by the
+lowering come from it too, so the three can never disagree.
+
+A ref is a pointer to an object that starts with `Object`: an atomic reference count, the
+runtime type id and a destroy function called when the count drops to zero.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+# Field types: scalar names, "ptr", another struct's name, or ("array", type, count).
+_SCALARS = {
+    "i8": ctypes.c_int8, "u8": ctypes.c_uint8, "i16": ctypes.c_int16, "u16": ctypes.c_uint16,
+    "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64, "u64": ctypes.c_uint64,
+    "f32": ctypes.c_float, "f64": ctypes.c_double, "ptr": ctypes.c_void_p,
+}
+
+STRUCTS: dict[str, list[tuple[str, object]]] = {
+    # Every ref-counted object starts with this header.
+    "Object": [
+        ("refcount", "i64"),  # atomic; the object is destroyed when it drops to zero
+        ("type_id", "u32"),  # runtime type id (see runtime.types)
+        ("flags", "u32"),
+        ("destroy", "ptr"),  # void (*)(Object*): frees the object and what it owns
+    ],
+    # vm.buffer: a byte span with access rights, possibly a view of another object's memory.
+    "Buffer": [
+        ("header", "Object"),
+        ("data", "ptr"),
+        ("length", "u64"),
+        ("access", "u32"),  # BUFFER_MUTABLE | BUFFER_ORIGIN_*
+        ("reserved", "u32"),
+        ("origin", "ptr"),  # Object* kept alive while the buffer lives (null if none)
+        ("allocation", "ptr"),  # memory to free on destroy (null if borrowed)
+    ],
+    # vm.list: values stored densely, refs as pointers, or 16-byte variants.
+    "List": [
+        ("header", "Object"),
+        ("mode", "u32"),  # LIST_VALUE, LIST_REF or LIST_VARIANT
+        ("element_type", "u32"),  # value type code (VALUE) or ref type id, 0 = any (REF)
+        ("element_size", "u32"),
+        ("size", "u32"),
+        ("capacity", "u32"),
+        ("reserved", "u32"),
+        ("storage", "ptr"),
+    ],
+    # One element of a variant list.
+    "Variant": [
+        ("tag", "u32"),  # VARIANT_EMPTY, a value type code, or VARIANT_REF
+        ("reserved", "u32"),
+        ("bits", "u64"),  # the value (low bytes) or the Object* for refs
+    ],
+    # Where an invocation's failure is recorded, innermost frame first.
+    "Frame": [
+        ("module", "ptr"),  # ModuleState* of the frame
+        ("function", "i32"),
+        ("pc", "i32"),
+    ],
+    "Trap": [
+        ("status", "i32"),  # IREE status code; 0 while nothing failed
+        ("kind", "i32"),  # a TrapKind from runtime.vm.traps, formats `args` into a message
+        ("args", ("array", "i64", 4)),
+        ("message", "ptr"),  # optional NUL-terminated text (static, or owned by Python)
+        ("frame_count", "i32"),
+        ("depth", "i32"),  # current VM call depth of the invocation using this record
+        ("pool", "ptr"),  # an idle dispatch thread pool the invocation may split loops over, or null
+        ("frames", ("array", "Frame", 32)),
+    ],
+    # An import slot: a callee with the uniform native ABI (see runtime.vm.abi).
+    "Import": [
+        ("fn", "ptr"),  # i32 (*)(void* ctx, u64* args, u64* results, Trap*)
+        ("ctx", "ptr"),
+        ("resolved", "u32"),
+        ("reserved", "u32"),
+    ],
+    # What the HAL's native fast paths (runtime.modules.hal.fastpath) read of Python-backed
+    # objects, right after their header: written when the object is created, never after
+    # (the Python fields they mirror are fixed at construction).
+    "HalBufferViewFacts": [
+        ("header", "Object"),
+        ("buffer", "ptr"),  # the view's hal.buffer (the view holds a reference)
+        ("element_type", "u32"),
+        ("encoding_type", "u32"),
+        ("rank", "u32"),  # FACTS_NO_RANK: more dims than `dims` holds (fast paths defer to Python)
+        ("reserved", "u32"),
+        ("dims", ("array", "i64", 8)),
+    ],
+    "HalBufferFacts": [
+        ("header", "Object"),
+        ("byte_length", "u64"),
+        ("memory_type", "u32"),
+        ("allowed_usage", "u32"),
+    ],
+    "HalDeviceFacts": [
+        ("header", "Object"),
+        ("allocator", "ptr"),  # the device's hal.allocator (held by the device)
+    ],
+    # Per-context state of one bytecode module instance.
+    "ModuleState": [
+        ("rwdata", "ptr"),  # global bytes
+        ("rwdata_size", "u64"),
+        ("refs", "ptr"),  # Object* globals
+        ("ref_count", "u64"),
+        ("rodata", "ptr"),  # Buffer* per rodata segment (owned by the loaded module)
+        ("rodata_count", "u64"),
+        ("imports", "ptr"),  # Import[]
+        ("import_count", "u64"),
+        ("functions", "ptr"),  # native entry point per internal function (null: not compiled)
+        ("function_count", "u64"),
+    ],
+}
+
+# Object.flags / Buffer.access / List.mode / Variant.tag values shared by both backends.
+BUFFER_MUTABLE = 1 << 0
+BUFFER_ORIGIN_MODULE = 1 << 1
+BUFFER_ORIGIN_GUEST = 1 << 2
+BUFFER_ORIGIN_HOST = 1 << 3
+
+LIST_VALUE, LIST_REF, LIST_VARIANT = 0, 1, 2
+
+FACTS_NO_RANK = 0xFFFFFFFF  # HalBufferViewFacts.rank of a view with more dims than it holds
+
+# Value type codes (list element types, variant tags); 0 means none/empty.
+VALUE_CODES = {"i8": 1, "i16": 2, "i32": 3, "i64": 4, "f32": 5, "f64": 6}
+VALUE_NAMES = {v: k for k, v in VALUE_CODES.items()}
+VALUE_SIZES = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}
+VARIANT_EMPTY = 0
+VARIANT_REF = 15
+
+
+@dataclass(frozen=True)
+class FieldInfo:
+    name: str
+    index: int  # position in the struct (LLVM GEP index)
+    offset: int  # byte offset
+    type: object
+
+
+def _ctype(t):
+    if isinstance(t, tuple):
+        _, inner, n = t
+        return _ctype(inner) * n
+    if t in _SCALARS:
+        return _SCALARS[t]
+    return CTYPES[t]
+
+
+CTYPES: dict[str, type[ctypes.Structure]] = {}
+for _name, _fields in STRUCTS.items():
+    CTYPES[_name] = type(_name, (ctypes.Structure,), {"_fields_": [(n, _ctype(t)) for n, t in _fields]})
+
+ObjectT = CTYPES["Object"]
+BufferT = CTYPES["Buffer"]
+ListT = CTYPES["List"]
+VariantT = CTYPES["Variant"]
+FrameT = CTYPES["Frame"]
+TrapT = CTYPES["Trap"]
+ImportT = CTYPES["Import"]
+ModuleStateT = CTYPES["ModuleState"]
+
+
+def field(struct: str, name: str) -> FieldInfo:
+    for i, (n, t) in enumerate(STRUCTS[struct]):
+        if n == name:
+            return FieldInfo(n, i, getattr(CTYPES[struct], n).offset, t)
+    raise KeyError(f"{struct}.{name}")
+
+
+def sizeof(struct: str) -> int:
+    return ctypes.sizeof(CTYPES[struct])
+
+
+def llvm_types(ir) -> dict[str, object]:
+    """LLVM identified struct types for every struct, built in llvmlite's `ir` namespace.
+
+    Pointers are opaque (`ptr`), matching LLVM's typed-pointer-free IR.
+    """
+    ctx = ir.Context()
+    out: dict[str, object] = {}
+
+    def lower(t):
+        if isinstance(t, tuple):
+            _, inner, n = t
+            return ir.ArrayType(lower(inner), n)
+        if t == "ptr":
+            return ir.PointerType()
+        if t in ("f32",):
+            return ir.FloatType()
+        if t in ("f64",):
+            return ir.DoubleType()
+        if t in _SCALARS:
+            return ir.IntType(ctypes.sizeof(_SCALARS[t]) * 8)
+        return out[t]
+
+    for name, fields in STRUCTS.items():
+        st = ctx.get_identified_type("jitvm." + name)
+        st.set_body(*[lower(t) for _, t in fields])
+        out[name] = st
+    return out

@@ -1,0 +1,65 @@
+"""Target machines: the host (detected through llvmlite) and named cross targets.
+
+The host's CPU name and features decide code generation and are part of the compile-cache
+key; EXT_F32/EXT_F64 availability follows from the host having hardware floating point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import llvmlite.binding as llvm
+
+from ..vm.nativelib import initialize_llvm
+
+
+@dataclass(frozen=True)
+class Target:
+    triple: str
+    cpu: str
+    features: str
+
+    @property
+    def arch(self) -> str:
+        return self.triple.split("-")[0]
+
+    def describe(self) -> str:
+        return f"{self.triple} cpu={self.cpu}"
+
+
+@lru_cache(maxsize=None)
+def host() -> Target:
+    initialize_llvm()
+    return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+
+
+# Named cross targets for `jitvm dump --asm --target=...` and the aarch64 compile test.
+CROSS = {
+    "aarch64": Target("aarch64-unknown-linux-gnu", "generic", ""),
+    "aarch64-neoverse-n1": Target("aarch64-unknown-linux-gnu", "neoverse-n1", "+neon,+fp-armv8,+lse,+crc"),
+    "x86_64": Target("x86_64-unknown-linux-gnu", "x86-64", ""),
+}
+
+
+def parse(name: str | None) -> Target:
+    if name in (None, "", "host"):
+        return host()
+    if name in CROSS:
+        return CROSS[name]
+    if "-" in name:
+        return Target(name, "generic", "")
+    raise ValueError(f"unknown target {name!r}; known: host, {', '.join(CROSS)}, or an LLVM triple")
+
+
+@lru_cache(maxsize=None)
+def machine(target: Target, opt: int = 2, jit: bool = True):
+    """An llvmlite TargetMachine for `target` (all LLVM targets are initialized on demand)."""
+    initialize_llvm()
+    if target != host():
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+    t = llvm.Target.from_triple(target.triple)
+    return t.create_target_machine(cpu=target.cpu, features=target.features, opt=opt,
+                                   reloc="default" if jit else "pic",
+                                   codemodel="jitdefault" if jit else "default")

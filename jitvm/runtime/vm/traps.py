@@ -1,0 +1,114 @@
+"""Trap records: how a failure travels from where it happens to the Python caller.
+
+Native code (JIT-compiled functions) records a trap in a `Trap` struct: a status code, a
+kind from the table below whose template formats the recorded integer arguments, an
+optional message pointer, and one frame per function it unwinds through. Python code
+raises `jitvm.Trap` directly; when such an exception crosses a native boundary it is parked
+here keyed by the trap record's address and picked up again on the other side.
+
+Both backends format messages from the same table, so a trap reads the same whichever
+backend raised it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from dataclasses import dataclass
+
+from ...errors import STATUS_CODES, Error, Trap
+from ..native.layout import TrapT
+
+MAX_FRAMES = 32
+
+
+@dataclass(frozen=True)
+class TrapKind:
+    code: int
+    status: str  # IREE status name
+    template: str  # str.format template over args[0..3] and {message}
+
+
+KINDS: dict[int, TrapKind] = {}
+
+
+def _kind(code: int, status: str, template: str) -> TrapKind:
+    k = TrapKind(code, status, template)
+    assert code not in KINDS
+    KINDS[code] = k
+    return k
+
+
+FAIL = _kind(1, "UNKNOWN", "{message}")  # vm.fail / cond_fail: status comes from the program
+BUFFER_OUT_OF_RANGE = _kind(2, "OUT_OF_RANGE", "out-of-bounds access detected (offset={0}, length={1}, "
+                            "alignment={2}, buffer length={3})")
+BUFFER_READ_ONLY = _kind(3, "PERMISSION_DENIED", "buffer is read-only and cannot be mapped for mutation")
+NULL_REF = _kind(4, "INVALID_ARGUMENT", "{message} is null")
+DIVIDE_BY_ZERO = _kind(5, "INVALID_ARGUMENT", "integer division by zero")
+DIVIDE_OVERFLOW = _kind(12, "INVALID_ARGUMENT", "integer overflow in signed division (INT_MIN / -1)")
+LIST_OUT_OF_RANGE = _kind(6, "OUT_OF_RANGE", "list index {0} out of bounds (size {1})")
+TYPE_MISMATCH = _kind(7, "INVALID_ARGUMENT", "{message}")
+UNRESOLVED_IMPORT = _kind(8, "NOT_FOUND", "optional import `{message}` is not resolved")
+OUT_OF_MEMORY = _kind(9, "RESOURCE_EXHAUSTED", "out of memory: {message}")
+NATIVE = _kind(10, "INTERNAL", "{message}")  # a Python exception carried through native code
+GLOBAL_OUT_OF_RANGE = _kind(13, "OUT_OF_RANGE", "global byte_offset out of range: {0} (rwdata={1})")
+BAD_ALIGNMENT = _kind(14, "INVALID_ARGUMENT", "alignment {0} is not a power of two")
+GLOBAL_REF_OUT_OF_RANGE = _kind(15, "OUT_OF_RANGE", "global ref ordinal out of range: {0} (table={1})")
+FELL_OFF_END = _kind(16, "FAILED_PRECONDITION", "execution ran past the end of the function")
+STACK_OVERFLOW = _kind(11, "RESOURCE_EXHAUSTED", "VM stack overflow: call depth exceeds {0} frames")
+
+
+def make_trap(kind: TrapKind, *args, message: str = "", status: int | None = None) -> Trap:
+    """The jitvm.Trap an interpreter raises for `kind` (the JIT records the same fields)."""
+    text = kind.template.format(*args, *([0] * (4 - len(args))), message=message)
+    return Trap(STATUS_CODES[kind.status] if status is None else status, text)
+
+
+# --- crossing native boundaries ------------------------------------------------------------
+
+_pending: dict[int, BaseException] = {}
+_pending_lock = threading.Lock()
+
+
+def new_record() -> TrapT:
+    return TrapT()
+
+
+def park_exception(trap_addr: int, exc: BaseException) -> int:
+    """Stores a Python exception raised inside a native callback; returns its status code."""
+    rec = TrapT.from_address(trap_addr)
+    status = exc.status if isinstance(exc, Trap) else STATUS_CODES["INTERNAL"]
+    rec.status = status
+    rec.kind = NATIVE.code
+    with _pending_lock:
+        _pending[trap_addr] = exc
+    return status
+
+
+def take_exception(rec: TrapT, describe_frame) -> BaseException:
+    """The exception for a nonzero status: a parked one, or a Trap built from the record.
+
+    `describe_frame(module_state_addr, function, pc)` -> (module, function, pc, location)
+    names the native frames the record collected, which are appended to the backtrace.
+    """
+    addr = ctypes.addressof(rec)
+    with _pending_lock:
+        parked = _pending.pop(addr, None)
+    if parked is not None and not isinstance(parked, Trap):
+        if isinstance(parked, Error):
+            return parked
+        exc = Trap(STATUS_CODES["INTERNAL"], f"{type(parked).__name__}: {parked}")
+        exc.__cause__ = parked
+        parked = exc
+    if parked is None:
+        kind = KINDS.get(rec.kind, FAIL)
+        message = ctypes.string_at(rec.message).decode("utf-8", "replace") if rec.message else ""
+        # Arguments are sizes, offsets and indices, printed unsigned as IREE does (%zu):
+        # a record holds them as i64, an interpreter passes Python ints of the same bits.
+        text = kind.template.format(*[a & 0xFFFFFFFFFFFFFFFF for a in rec.args], message=message)
+        parked = Trap(rec.status, text)
+    for i in range(min(rec.frame_count, MAX_FRAMES)):
+        f = rec.frames[i]
+        parked.add_frame(*describe_frame(f.module or 0, f.function, f.pc))
+    rec.status = rec.frame_count = 0
+    return parked
