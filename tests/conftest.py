@@ -2,10 +2,33 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# Compiled code goes to a cache of this session's own, never the user's ~/.cache/jitvm
+# (subprocesses the tests start inherit it).
+_JIT_CACHE = tempfile.mkdtemp(prefix="jitvm-test-cache-")
+os.environ["JITVM_CACHE_DIR"] = _JIT_CACHE
+
+
+
+
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_JIT_CACHE, ignore_errors=True)
+
+
+try:  # no example database in the checkout either
+    from hypothesis import settings
+
+    settings.register_profile("jitvm", database=None)
+    settings.load_profile("jitvm")
+except ImportError:
+    pass
 
 _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:  # `pytest` (not `python -m pytest`) does not put the root on sys.path

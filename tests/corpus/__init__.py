@@ -34,7 +34,8 @@ are of kind ``vmasm`` and are called the same way.
 VM-assembly exports that have no CALL line are called once with no arguments.
 
 Compiled modules go to a content-keyed cache (sha256 of the source text, the flags and the tool
-version), ``tests/.corpus-cache/`` by default or ``$JITVM_CORPUS_CACHE``. Only missing entries are
+version), ``jitvm-corpus-cache/`` in the system's temporary directory by default (tests write
+nothing outside temporary directories) or ``$JITVM_CORPUS_CACHE``. Only missing entries are
 compiled, two at a time; a fully warm build starts no subprocess.
 
     >>> from tests.corpus import build_corpus, make_inputs
@@ -64,7 +65,7 @@ import numpy as np
 CORPUS_DIR = Path(__file__).resolve().parent
 MLIR_DIR = CORPUS_DIR / "mlir"
 VMASM_DIR = CORPUS_DIR / "vmasm"
-DEFAULT_CACHE_DIR = CORPUS_DIR.parent / ".corpus-cache"
+DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "jitvm-corpus-cache"
 
 #: Flags every MLIR program is compiled with (before its own ``// FLAGS:``).
 VMVX_FLAGS: tuple[str, ...] = (
