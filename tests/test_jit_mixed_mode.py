@@ -15,7 +15,7 @@ import pytest
 
 import jitvm
 from jitvm.frontend import assemble
-from jitvm.lower.emit import registry
+from jitvm.lower.emit.registry import LOWERINGS
 from jitvm.lower.backend import STATS, JitBackend
 from jitvm.lower.emit.emitter import LoweringError
 from tests.corpus import make_inputs
@@ -70,12 +70,11 @@ vm.func @trap_inside(%i0: i32) -> (i32) {
 @pytest.fixture
 def unlowerable(monkeypatch):
     """Makes the JIT refuse one op (by name) for the duration of a test."""
-    registry._load_all()
 
     def refuse(name):
         def fail(e, ins):
             raise LoweringError(name, "refused by the test")
-        monkeypatch.setitem(registry.HANDLERS, name, fail)
+        monkeypatch.setitem(LOWERINGS.by_name, name, fail)
     return refuse
 
 

@@ -30,7 +30,9 @@ from ..errors import UnsupportedError
 from ..frontend.cconv import argument_registers
 from ..runtime.vm.semantics import MAX_CALL_DEPTH
 from ..verify.model import VerifiedFunction, VerifiedModule
-from . import frames, registry, runtime_names
+from . import frames, runtime_names
+from .ops_control import emit_remap
+from .registry import HANDLERS
 
 BASE_INDENT = "    "
 INLINE_LIMIT = 6  # a branch target of at most this many instructions is copied in place
@@ -162,8 +164,6 @@ class FunctionEmitter:
         copied in place (once: copies do not copy further); any other target goes back to
         the dispatch tree.
         """
-        from .ops_control import emit_remap
-
         emit_remap(self, remap)
         target = self.block_index(target_pc)
         if target == self.leaf:
@@ -238,7 +238,7 @@ class FunctionEmitter:
             ins = vf.instructions[i]
             self.pc = ins.pc
             self.index = i
-            h = registry.handler(ins.op.name)
+            h = HANDLERS.handler(ins.op.name)
             if h is None:
                 raise CodegenError(f"{vf.qualified_name}: the interpreter has no handler for "
                                    f"{ins.op.mnemonic} (pc {ins.pc})")

@@ -7,8 +7,10 @@ clone and length use bytes. Null (or non-buffer) operands fail with INVALID_ARGU
 
 from __future__ import annotations
 
+from ..frontend.handlers import OpHandlers
 from .ops_control import store_ref
-from .registry import handles
+
+handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
 # op -> (element width, view letter of the element, register bank of the value)
 _LOADS = {

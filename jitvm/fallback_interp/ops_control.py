@@ -16,7 +16,9 @@ IREE semantics kept here (runtime/src/iree/vm/bytecode/dispatch.c):
 
 from __future__ import annotations
 
-from .registry import handles
+from ..frontend.handlers import OpHandlers
+
+handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
 
 def _pair(pairs, i):

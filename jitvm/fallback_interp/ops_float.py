@@ -15,9 +15,11 @@ How exactness is kept is described in floats.py. Per op, following IREE's ops.h:
 
 from __future__ import annotations
 
+from ..frontend.handlers import OpHandlers
 from ..runtime.vm.semantics import FUSED_FMA
 from . import floats
-from .registry import handles
+
+handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
 FLOAT_TYPES = ("f32", "f64")
 _SUFFIX = {"f32": "f", "f64": ""}

@@ -11,9 +11,11 @@ bit moves the reference out of the global.
 
 from __future__ import annotations
 
+from ..frontend.handlers import OpHandlers
 from .ops_control import store_ref
 from .ops_refs import check_type
-from .registry import handles
+
+handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
 _WIDTH = {"i32": 4, "f32": 4, "i64": 8, "f64": 8}
 

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import struct
 
+from ..frontend.handlers import OpHandlers
 from ..frontend.floatbits import f32_to_bits
-from .registry import handles
+
+handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
 INT_TYPES = ("i32", "i64")
 MASK = {"i32": "0xFFFFFFFF", "i64": "0xFFFFFFFFFFFFFFFF"}

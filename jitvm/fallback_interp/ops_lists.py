@@ -9,11 +9,13 @@ names yields null, like IREE (a `!vm.opaque` type names none, so it always yield
 
 from __future__ import annotations
 
+from ..frontend.handlers import OpHandlers
 from ..runtime.vm import nativelib, traps
 from ..runtime.vm.listops import deref, storage_for
 from .ops_control import store_ref
 from .ops_refs import ref_type_id
-from .registry import handles
+
+handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
 _CODES = {"i32": 3, "i64": 4, "f32": 5, "f64": 6}
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 
+from ..frontend.handlers import OpHandlers
 from ..runtime.vm.objects import checked_type_id
 from .ops_control import ref_move_or_retain, store_ref
-from .registry import handles
+
+handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
 
 def ref_type_id(e, type_index: int) -> int:

@@ -14,8 +14,9 @@ from ..runtime.native import ir
 from ..runtime.native import mathlib
 from ..runtime.vm import nativelib
 from ..verify.model import VerifiedModule
-from .emit import registry
-from .emit.emitter import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, Emitter, LoweringError, function_symbol
+from .emit.emitter import Emitter
+from .loops.versioning import NestVersioning
+from .emit.types import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, LoweringError, function_symbol, offset_of
 
 _CTYPE_TO_IR = {ctypes.c_void_p: PTR, ctypes.c_int32: I32, ctypes.c_uint32: I32, ctypes.c_int64: I64,
                 ctypes.c_uint64: I64, ctypes.c_float: F32, ctypes.c_double: F64, None: VOID}
@@ -67,6 +68,7 @@ class ModuleLowering:
         self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.loops.parallel)
         self.affine_indices = affine_indices  # their indices rebuilt from the affine form (guard.proven_index)
         self.derive_indices = derive_indices  # ... a jammed copy's from another copy's (guard.proven_index)
+        self.nest_lowering = NestVersioning() if version_loops else None
         self.key = key
         self.module = ir.Module(name=f"jitvm.{verified.name}")
         if triple:
@@ -123,8 +125,6 @@ class ModuleLowering:
         return fn
 
     def _helper_release(self) -> ir.Function:
-        from .emit.emitter import offset_of
-
         fn, b = self._define("release", VOID, [PTR], ("nounwind", "alwaysinline"))
         (obj,) = fn.args
         with b.if_then(b.icmp_unsigned("!=", obj, ir.Constant(PTR, None))):
@@ -209,7 +209,6 @@ class ModuleLowering:
     # --- lowering -------------------------------------------------------------------------------
 
     def lower(self, ordinals=None) -> LoweredModule:
-        registry._load_all()
         vm = self.verified
         ordinals = range(len(vm.functions)) if ordinals is None else ordinals
         symbols: dict[int, str] = {}
@@ -218,7 +217,7 @@ class ModuleLowering:
             vf = vm.functions[ordinal]
             fn = self.function(ordinal)
             try:
-                Emitter(self, vf, fn).lower()
+                Emitter(self, vf, fn, self.nest_lowering).lower()
                 symbols[ordinal] = fn.name
             except LoweringError as e:
                 fn.blocks.clear()
@@ -231,8 +230,6 @@ class ModuleLowering:
 
     def _make_table_thunk(self, ordinal: int, fn: ir.Function) -> None:
         """A body for a function the JIT could not lower: call through state->functions[i]."""
-        from .emit.emitter import offset_of
-
         fn.blocks.clear()
         fn.linkage = "internal"
         state, args, results, trap = fn.args

@@ -9,61 +9,26 @@ releases the refs still held in registers.
 
 from __future__ import annotations
 
-from ...runtime.native import ir
-
 from ...errors import STATUS_CODES
 from ...frontend.cconv import argument_registers
 from ...frontend.decode import Reg
-from ...runtime.native import layout
+from ...runtime.native import ir, layout
 from ...runtime.vm import traps
 from ...runtime.vm.nativelib import BUFFER_TYPE_ID
 from ...runtime.vm.semantics import MAX_CALL_DEPTH
 from ...verify.model import VerifiedFunction
-from . import registry
-from ..loops.analysis import find_nests, written_slots
-
-I1, I8, I16, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(16), ir.IntType(32), ir.IntType(64)
-F32, F64 = ir.FloatType(), ir.DoubleType()
-PTR = ir.PointerType()
-VOID = ir.VoidType()
-FN_TYPE = ir.FunctionType(I32, [PTR, PTR, PTR, PTR])  # (state, args, results, trap)
-BANK_TYPE = {"i32": I32, "i64": I64, "f32": F32, "f64": F64}
-CODE_BANK = {"i": "i32", "I": "i64", "f": "f32", "F": "f64", "r": "ref"}
-
-
-def const(ty, value) -> ir.Constant:
-    return ir.Constant(ty, value)
-
-
-def offset_of(struct: str, name: str) -> int:
-    return layout.field(struct, name).offset
-
-
-def function_symbol(module_key: str, ordinal: int) -> str:
-    return f"jv_{module_key}_f{ordinal}"
-
-
-def opaque_alloca(builder: ir.IRBuilder, ty, name: str, align: int = 8):
-    """An aligned alloca; its value is an opaque `ptr` the register file accesses with any type."""
-    a = builder.alloca(ty, name=name)
-    a.align = align
-    a.type = PTR
-    return a
-
-
-class LoweringError(Exception):
-    """An instruction the lowering cannot handle; the function falls back to the interpreter."""
-
-    def __init__(self, op: str, why: str):
-        super().__init__(f"{op}: {why}")
-        self.op = op
+from .registry import LOWERINGS
+from .effects import written_slots
+from .types import BANK_TYPE, I1, I8, I32, I64, PTR, LoweringError, const, offset_of, opaque_alloca
 
 
 class Emitter:
     """Lowers one function into `fn` (already declared in the module by the caller)."""
 
-    def __init__(self, mod, vf: VerifiedFunction, fn: ir.Function):
+    def __init__(self, mod, vf: VerifiedFunction, fn: ir.Function, nest_lowering=None):
         self.mod = mod  # lower.module.ModuleLowering: declarations, constants, symbols
+        # How loop nests are lowered (lower.loops.versioning), or None: block by block.
+        self.nest_lowering = nest_lowering
         self.vf = vf
         self.fn = fn
         self.state, self.args, self.results, self.trap_rec = fn.args
@@ -96,6 +61,8 @@ class Emitter:
         # nest's loops by id (the fast copy rebuilds their indices from the affine form).
         self.unchecked: dict = {}
         self.nest_loops: dict = {}
+        # In a fast copy, (emitter, access) -> the element index rebuilt from its affine form.
+        self.proven_index = None
         # In the guarded fast copy of a loop nest, which NaN an add/mul of two NaNs returns is
         # left to LLVM (see ops_float._nan_rule): pinning it costs 2-4x on kernels.
         self.fast_copy = False
@@ -112,7 +79,11 @@ class Emitter:
 
     # --- registers ------------------------------------------------------------------------------
 
-    def _entry_builder(self) -> ir.IRBuilder:
+    def sub_emitter(self, fn: ir.Function) -> "Emitter":
+        """An emitter of this function's code into another LLVM function (a split loop's body)."""
+        return Emitter(self.mod, self.vf, fn, self.nest_lowering)
+
+    def entry_builder(self) -> ir.IRBuilder:
         b = ir.IRBuilder(self.entry)
         if self.entry.is_terminated:
             b.position_before(self.entry.terminator)
@@ -127,7 +98,7 @@ class Emitter:
             return self._copy_slot(self.copy, index)
         p = self._slots.get(index)
         if p is None:
-            p = self._slots[index] = self._entry_builder().gep(self.i32file, [const(I64, index)],
+            p = self._slots[index] = self.entry_builder().gep(self.i32file, [const(I64, index)],
                                                                source_etype=I32, inbounds=True)
         return p
 
@@ -140,14 +111,14 @@ class Emitter:
                 b = ir.IRBuilder(self.entry)
                 b.position_at_start(self.entry)
                 file = self._copy_files[copy] = opaque_alloca(b, ir.ArrayType(I32, self.n32), f"i32regs_copy{copy}")
-            p = self._copy_slots[key] = self._entry_builder().gep(file, [const(I64, index)], source_etype=I32,
+            p = self._copy_slots[key] = self.entry_builder().gep(file, [const(I64, index)], source_etype=I32,
                                                                   inbounds=True)
         return p
 
     def ref_slot(self, index: int):
         p = self._ref_slots.get(index)
         if p is None:
-            p = self._ref_slots[index] = self._entry_builder().gep(self.reffile, [const(I64, index)],
+            p = self._ref_slots[index] = self.entry_builder().gep(self.reffile, [const(I64, index)],
                                                                    source_etype=PTR, inbounds=True)
         return p
 
@@ -362,16 +333,16 @@ class Emitter:
         self._enter_depth()
         self._copy_arguments()
         b.branch(self.blocks[0])
-        nests = {nest.root.header: nest for nest in find_nests(vf)} if self.mod.version_loops else {}
+        nests = self.nest_lowering.nests(vf) if self.nest_lowering is not None else {}
         inside = {i for nest in nests.values() for i in nest.blocks if i != nest.root.header}
         for block in vf.blocks:
             if block.index in nests:
-                self._lower_versioned(nests[block.index])
+                self.nest_lowering.lower(self, nests[block.index])
             elif block.index in inside:  # lowered in its nest's copies; nothing jumps here
                 b.position_at_end(self.blocks[block.index])
                 b.unreachable()
             else:
-                self._lower_block(block.index, self.blocks[block.index])
+                self.lower_block(block.index, self.blocks[block.index])
         self._emit_unwind()
 
     def target_block(self, pc: int) -> ir.Block:
@@ -385,12 +356,12 @@ class Emitter:
             ins = vf.instructions[i]
             self.pc = ins.pc
             self.index = i
-            handler = registry.handler(ins.op.name)
+            handler = LOWERINGS.handler(ins.op.name)
             if handler is None:
                 raise LoweringError(ins.op.name, "no lowering registered")
             handler(self, ins)
 
-    def _lower_block(self, index: int, llvm_block: ir.Block) -> None:
+    def lower_block(self, index: int, llvm_block: ir.Block) -> None:
         b = self.b
         vf = self.vf
         block = vf.blocks[index]
@@ -398,112 +369,6 @@ class Emitter:
         self.lower_instructions(range(block.first, block.last + 1))
         if not b.block.is_terminated:
             raise LoweringError(vf.instructions[block.last].op.name, "block does not end in a terminator")
-
-    def _lower_versioned(self, nest) -> None:
-        """The nest twice: checked, and free of its accesses' checks, chosen by a guard.
-
-        In the unchecked copy a parallel loop around a reduction may run jammed (lower.loops.jam)
-        when the buffers it stores to are apart from the others; otherwise it runs plainly.
-        When the invocation may use an idle thread pool and the root loop's iterations are
-        provably independent (lower.loops.parallel), the unchecked copy runs split across threads.
-        """
-        from ..loops import jam, parallel
-        from ..loops.guard import all_iterations_in_range
-
-        fn = self.fn
-        plan = jam.plan(self.vf, nest, self.mod.jam_outer) if self.mod.jam_loops else None
-        self.mod.blocked_nests += bool(plan and plan.outer)
-        outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
-        split = parallel.plan(self.vf, nest, outermost) if self.mod.parallel_loops else None
-        # The guard goes first, into the block where the nest is entered: the jammed loop's
-        # header reads its verdict on the buffers (a value of a dominating block).
-        guard = self.blocks[nest.root.header]
-        self.b.position_at_end(guard)
-        self.pc = self.vf.instructions[self.vf.blocks[nest.root.header].first].pc
-        ok, ranges, rest, boxes = all_iterations_in_range(self, nest)
-        apart = jam.ranges_apart(self, plan.widest, plan.stored, plan.widest_others, nest, ranges) \
-            if plan is not None else None
-        threads = parallel.guard(self, split, nest, ranges, rest, boxes) if split is not None else None
-        guard_end = self.b.block
-        checked = self.lower_nest_copy(nest, "checked", None, None)
-        if threads is None:
-            fast = self.lower_nest_copy(nest, "fast", plan, apart)
-            self.b.position_at_end(guard_end)
-            self.b.cbranch(ok, fast, checked)
-            return
-        # A splittable nest's fast copy lives only in its own function: run on the pool when
-        # `threads` holds, else by this thread.
-        self.b.position_at_end(guard_end)
-        fast = fn.append_basic_block(f"bb{nest.root.header}_fast")
-        self.b.cbranch(ok, fast, checked)
-        self.b.position_at_end(fast)
-        parallel.emit_split(self, split, nest, plan, threads, apart)
-        self.b.branch(self.blocks[nest.root.exit])
-
-    def lower_nest_copy(self, nest, name: str, plan, apart, split_hi=None) -> ir.Block:
-        """One copy of the nest's blocks, returning its entry: "checked" (every access
-        checked) or unchecked, jammed per `plan` when the buffers are `apart`. With
-        `split_hi`, the root loop stops there and leaves to the root's exit block (the
-        body of a split nest)."""
-        from ..loops import jam
-
-        fn = self.fn
-        self.nest_loops = {loop.id: loop for loop in nest.loops}
-        self.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
-        self.unchecked = {} if name == "checked" else {a.index: a for a in nest.accesses}
-        self.fast_copy = name != "checked"
-        jammed = plan is not None and name != "checked"
-        outer = plan.outer if jammed else None
-        p_jammed = jammed and (outer is None or outer.jammed_remainder)
-        if p_jammed:
-            rem_header = self.block_override[plan.loop.header]
-            jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
-            self.block_override[plan.loop.header] = jam_header  # P is entered jammed
-        if outer is not None:
-            q_rem_header = self.block_override[outer.loop.header]
-            q_header = fn.append_basic_block(f"bb{outer.loop.header}_blocked")
-            self.block_override[outer.loop.header] = q_header  # Q is entered register-blocked
-        entry = self.block_override[nest.root.header]
-        for i in nest.blocks:
-            if jammed and i in plan.widest:
-                continue
-            if split_hi is not None and i == nest.root.header:
-                self._lower_split_header(nest.root, split_hi)
-            else:
-                self._lower_block(i, self.block_override[i])
-        if outer is not None:
-            self.block_override[outer.loop.header] = q_rem_header  # Q's plain loop, P jammed alone
-            for i in outer.region:
-                if i not in plan.region:
-                    self._lower_block(i, self.block_override[i])
-        if jammed:
-            if p_jammed:
-                self.block_override[plan.loop.header] = rem_header  # the plain loop loops back to itself
-            for i in plan.region:
-                self._lower_block(i, self.block_override[i])
-            # In the jammed copies the buffers are apart (the header checked): say so to
-            # LLVM. Different iterations of P store to different elements, so each
-            # jammed copy's stores get a scope of their own.
-            copies = max(plan.factor, outer.copies if outer is not None else 0)
-            keys = [(r, k) for r in plan.stored for k in (*range(copies), None)]
-            keys += [(r, None) for r in plan.widest_others]
-            self.alias = self.mod.module.alias_scopes(keys)
-            if p_jammed:
-                jam.emit(self, plan, jam_header, rem_header, apart)
-            if outer is not None:
-                jam.emit_outer(self, plan, q_header, q_rem_header, apart)
-            self.alias = {}
-        self.block_override, self.unchecked, self.fast_copy, self.nest_loops = {}, {}, False, {}
-        return entry
-
-    def _lower_split_header(self, root, hi) -> None:
-        """The root loop's header in a split nest's body: its instructions, then iv < hi."""
-        b = self.b
-        block = self.vf.blocks[root.header]
-        b.position_at_end(self.block_override[root.header])
-        self.lower_instructions(range(block.first, block.last))
-        iv = self.get(Reg("i64", root.iv, False, root.iv), "i64")
-        b.cbranch(b.icmp_signed("<", iv, hi), self.block_override[root.header + 1], self.blocks[root.exit])
 
     def _call_slot_demand(self) -> tuple[int, int]:
         args = results = 0

@@ -7,11 +7,13 @@ signed INT_MIN / -1 overflow (which crash IREE's runtime with SIGFPE) trap inste
 
 from __future__ import annotations
 
+from ...frontend.handlers import OpHandlers
 from ...runtime.native import ir
 
 from ...runtime.vm import traps
-from .emitter import BANK_TYPE, I1, I32, I64, const
-from .registry import lowers
+from .types import BANK_TYPE, I1, I32, I64, const
+
+lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
 
 INT_TYPES = ("i32", "i64")
 

@@ -8,12 +8,15 @@ the yield); break/cond_break and trace/print are branches and discards of moved 
 
 from __future__ import annotations
 
+from ...frontend.handlers import OpHandlers
 from ...frontend.cconv import Span
+from ...frontend.decode import Reg
 from ...runtime.native import layout
 from ...runtime.vm import traps
-from .emitter import BANK_TYPE, CODE_BANK, FN_TYPE, I8, I32, I64, PTR, Reg, const, offset_of
-from ..loops.analysis import remap_moves
-from .registry import lowers
+from .types import BANK_TYPE, CODE_BANK, FN_TYPE, I8, I32, I64, PTR, const, offset_of
+from .effects import remap_moves
+
+lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
 
 STATUS_CODE_MASK = 0x1F
 IMPORT_SIZE = layout.sizeof("Import")
@@ -28,7 +31,7 @@ def apply_remap(e, pairs) -> None:
 
 
 def apply_move(e, kind: str, src: Reg, dst: Reg) -> None:
-    """One move of a remap list (lower.loops.analysis.remap_moves)."""
+    """One move of a remap list (effects.remap_moves)."""
     if kind == "ref":
         if src.is_ref and dst.is_ref:
             e.retain_or_move(src, dst)

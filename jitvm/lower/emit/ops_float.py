@@ -10,11 +10,13 @@ including its routes through lroundf/llroundf and through float for f64 -> i32.
 
 from __future__ import annotations
 
+from ...frontend.handlers import OpHandlers
 from ...runtime.native import ir
 
 from ...runtime.vm.semantics import FUSED_FMA
-from .emitter import BANK_TYPE, F32, F64, I32, I64, const
-from .registry import lowers
+from .types import BANK_TYPE, F32, F64, I32, I64, const
+
+lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
 
 FLOAT_TYPES = ("f32", "f64")
 _SUFFIX = {"f32": "f", "f64": ""}  # libm name suffix

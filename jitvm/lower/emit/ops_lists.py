@@ -7,11 +7,13 @@ ref lists: kernels read their bindings that way, so it is inlined.
 
 from __future__ import annotations
 
+from ...frontend.handlers import OpHandlers
 from ...runtime.native import layout
 from ...runtime.vm import nativelib, traps
 from ...runtime.vm.listops import storage_for
-from .emitter import F32, F64, I1, I8, I32, I64, PTR, const, offset_of
-from .registry import lowers
+from .types import F32, F64, I1, I8, I32, I64, PTR, const, offset_of
+
+lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
 
 _CODES = {"i32": 3, "i64": 4, "f32": 5, "f64": 6}
 

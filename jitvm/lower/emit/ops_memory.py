@@ -10,12 +10,14 @@ invariant: LLVM may hoist them out of loops.
 
 from __future__ import annotations
 
+from ...frontend.handlers import OpHandlers
 from ...runtime.native import ir
 
 from ...runtime.native import layout
 from ...runtime.vm import nativelib, traps
-from .emitter import BANK_TYPE, I8, I16, I32, I64, PTR, const, offset_of
-from .registry import lowers
+from .types import BANK_TYPE, I8, I16, I32, I64, PTR, const, offset_of
+
+lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
 
 _WIDTH = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}
 _IR = {"i8": I8, "i16": I16, "i32": I32, "i64": I64, "f32": BANK_TYPE["f32"], "f64": BANK_TYPE["f64"]}
@@ -144,10 +146,8 @@ class BufferView:
         """Checks one element at `index` and returns its address."""
         b = e.b
         if self.proven:
-            if e.mod.affine_indices:
-                from ..loops.guard import proven_index
-
-                index = proven_index(e, e.unchecked[e.index])
+            if e.proven_index is not None:  # set by the loop optimiser (lower.loops.copies)
+                index = e.proven_index(e, e.unchecked[e.index])
             byte_offset = b.mul(index, const(I64, width), flags=["nsw", "nuw"])
             return b.gep(self.data, [byte_offset], source_etype=I8, inbounds=True)
         byte_offset = b.mul(index, const(I64, width))

@@ -8,9 +8,11 @@ the one the op names (`!vm.ref<?>` accepts any).
 
 from __future__ import annotations
 
+from ...frontend.handlers import OpHandlers
 from ...runtime.vm import traps
-from .emitter import I8, I32, I64, PTR, const, offset_of
-from .registry import lowers
+from .types import I8, I32, I64, PTR, const, offset_of
+
+lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
 
 
 def check_type(e, obj, type_index: int) -> None:

@@ -14,7 +14,7 @@ it. When it fails, the checked copy runs and traps exactly where the interpreter
 from __future__ import annotations
 
 from ...frontend.decode import Reg
-from ..emit.emitter import I1, I64, const
+from ..emit.types import I1, I64, const
 from .analysis import Nest, constant_value
 
 

@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 
 from ...frontend import isa
 from .sharing import P_LANE, Q_LANE, REGISTER_FAMILIES, CopySharing
-from .analysis import ZERO, Loop, Nest, constant_value, static_trips, written_slots
+from ..emit.effects import remap_moves, written_slots
+from .analysis import ZERO, Loop, Nest, constant_value, static_trips
 
 FACTOR = 64  # iterations of P run together (at most; see _factor)
 MIN_FACTOR = 16
@@ -333,7 +334,7 @@ def ranges_apart(e, region: range, stored, others, nest, ranges):
     parts the nest touches do not overlap. Emitted with the guard; meaningful when it holds.
     """
     from ...frontend.decode import Reg
-    from ..emit.emitter import I1, I64, const
+    from ..emit.types import I1, I64, const
 
     b = e.b
     stored = tuple(stored)
@@ -430,7 +431,7 @@ def _group_start(e, ev, loop: Loop, count: int, apart, entry_name: str, otherwis
     `count` iterations remain and the buffers are `apart`, else to `otherwise`. Returns the
     group's first induction value and the step."""
     from ...frontend.decode import Reg
-    from ..emit.emitter import I64, const
+    from ..emit.types import I64, const
 
     b = e.b
     start = e.get(Reg("i64", loop.iv, False, loop.iv), "i64")
@@ -448,7 +449,7 @@ def _spread_iv(e, loop: Loop, start, step, n: int, lane) -> None:
     """Copy k's induction variable of `loop` is start + lane(k) * step; the real registers
     are the last copy (so they carry the group's position to the latch)."""
     from ...frontend.decode import Reg
-    from ..emit.emitter import I64, const
+    from ..emit.types import I64, const
 
     iv = Reg("i64", loop.iv, False, loop.iv)
     for k in range(n):
@@ -465,8 +466,7 @@ def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
     `target(VM block index)`. A cond_br is an inner loop's header: every copy decides
     alike, copy 0 speaks."""
     from ...frontend.decode import Reg
-    from ..emit.emitter import const
-    from .analysis import remap_moves
+    from ..emit.types import const
     from ..emit.ops_control import apply_move
 
     vf, b, fn = e.vf, e.b, e.fn

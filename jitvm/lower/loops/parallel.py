@@ -26,8 +26,10 @@ import weakref
 from dataclasses import dataclass
 
 from ...frontend import isa
+from .copies import lower_nest_copy
 from .jam import _in_region, _no_carried_registers, pure_region
-from .analysis import ZERO, Loop, Nest, entry_constants, innermost_paths, remap_moves, static_trips, successors, written_slots
+from ..emit.effects import remap_moves, written_slots
+from .analysis import ZERO, Loop, Nest, entry_constants, innermost_paths, static_trips, successors
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,7 @@ _LIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # function -> li
 
 def typed_reads(vf, blocks) -> set[tuple[int, str]]:
     """(register, bank) of every non-ref register read in `blocks`, in the type the lowering
-    reads it (remap lists as loops.remap_moves pairs them):
+    reads it (remap lists as effects.remap_moves pairs them):
     copying registers in their own types keeps LLVM's view of each register whole."""
     out: set[tuple[int, str]] = set()
     for bi in blocks:
@@ -222,7 +224,7 @@ def guard(e, split: ParallelPlan, nest: Nest, ranges, rest, boxes):
     """i1, emitted with the nest's guard: the invocation has an idle pool, the root loop runs
     at least twice, iterations' footprints in every stored buffer lie apart (at most
     |c * step| elements wide), and stored bytes lie apart from every other buffer's."""
-    from ..emit.emitter import I1, I8, I64, PTR, const, offset_of
+    from ..emit.types import I1, I8, I64, PTR, const, offset_of
     from .guard import InvariantEval
     from .jam import ranges_apart
 
@@ -273,11 +275,11 @@ def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan, threads, apart) -> 
     dead after it (the plan checked), so the caller continues at the root's exit."""
     from ...runtime.native import ir
     from ...frontend.decode import Reg
-    from ..emit.emitter import FN_TYPE, I1, I8, I64, PTR, Emitter, const, offset_of, opaque_alloca
+    from ..emit.types import FN_TYPE, I1, I8, I64, PTR, const, offset_of, opaque_alloca
 
     b = e.b
     root = split.root
-    env = opaque_alloca(e._entry_builder(), ir.ArrayType(I64, e.n32 // 2 + e.nref + 1), f"split{root.header}_env")
+    env = opaque_alloca(e.entry_builder(), ir.ArrayType(I64, e.n32 // 2 + e.nref + 1), f"split{root.header}_env")
     jam_apart = apart if apart is not None else const(I1, 1)
     b.store(b.zext(jam_apart, I64), b.gep(env, [const(I64, e.n32 // 2 + e.nref)], source_etype=I64))
     for index, bank in split.live_in:
@@ -289,7 +291,7 @@ def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan, threads, apart) -> 
     body = ir.Function(e.mod.module, FN_TYPE, name=f"{e.fn.name}.split{root.header}")
     body.linkage = "internal"
     body.attributes.add("nounwind")
-    emit_body(Emitter(e.mod, e.vf, body), split, nest, jam_plan)
+    emit_body(e.sub_emitter(body), split, nest, jam_plan)
     fn = e.mod.module.get_global(SPLIT_FN)
     if fn is None:
         fn = ir.Function(e.mod.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64, I64, PTR]),
@@ -309,7 +311,7 @@ def emit_body(sub, split: ParallelPlan, nest: Nest, jam_plan) -> None:
     copy (jammed where the environment says the buffers are apart), over iterations lo,
     lo + step, ... below hi."""
     from ...frontend.decode import Reg
-    from ..emit.emitter import BANK_TYPE, I8, I32, I64, PTR, const
+    from ..emit.types import BANK_TYPE, I8, I32, I64, PTR, const
 
     b = sub.b
     sub.prologue()
@@ -330,7 +332,7 @@ def emit_body(sub, split: ParallelPlan, nest: Nest, jam_plan) -> None:
     apart = b.load(b.gep(env, [const(I64, sub.n32 // 2 + sub.nref)], source_etype=I64), typ=I64)
     apart = b.icmp_unsigned("!=", apart, const(I64, 0))
     sub.set(_iv(split.root), lo, "i64")
-    entry = sub.lower_nest_copy(nest, "split", jam_plan, apart, split_hi=hi)
+    entry = lower_nest_copy(sub, nest, "split", jam_plan, apart, split_hi=hi)
     b.position_at_end(sub.entry)
     b.branch(entry)
     for i, block in enumerate(sub.blocks):  # the function's own blocks: only the exit is reached

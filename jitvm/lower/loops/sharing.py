@@ -31,7 +31,7 @@ shared already (copy 0 decides for all).
 from __future__ import annotations
 
 from ...frontend import isa
-from .analysis import instruction_writes, remap_moves
+from ..emit.effects import instruction_writes, remap_moves
 
 P_LANE, Q_LANE = 1, 2
 ALL_LANES = P_LANE | Q_LANE
@@ -255,7 +255,7 @@ class CopySharing:
         defs = self._reach_at.get(self.now, {}).get(slot, ())
         webs = {self._find(d) for d in defs}
         if len(webs) > 1:
-            from ..emit.emitter import LoweringError
+            from ..emit.types import LoweringError
 
             raise LoweringError("jam", f"register slot {slot} read with values of several webs")
         return self._taint.get(webs.pop(), 0) if webs else 0

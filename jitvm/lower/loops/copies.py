@@ -1,0 +1,79 @@
+"""One copy of a loop nest's blocks: checked, unchecked (fast), jammed, or a split body.
+
+A versioned nest is lowered twice and the guard picks a copy at run time; the fast copy's
+accesses carry no checks (the guard proved them in range), may rebuild their indices from
+the affine form, and run jammed (lower.loops.jam) when the stored buffers are apart.
+"""
+
+from __future__ import annotations
+
+from ...frontend.decode import Reg
+from . import jam
+from .guard import proven_index
+
+
+def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
+    """Lowers one copy of `nest` through emitter `e` and returns its entry block: "checked"
+    (every access checked) or unchecked, jammed per `plan` when the buffers are `apart`.
+    With `split_hi`, the root loop stops there and leaves to the root's exit block (the
+    body of a split nest)."""
+    fn = e.fn
+    e.nest_loops = {loop.id: loop for loop in nest.loops}
+    e.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
+    e.unchecked = {} if name == "checked" else {a.index: a for a in nest.accesses}
+    e.fast_copy = name != "checked"
+    e.proven_index = proven_index if e.fast_copy and e.mod.affine_indices else None
+    jammed = plan is not None and name != "checked"
+    outer = plan.outer if jammed else None
+    p_jammed = jammed and (outer is None or outer.jammed_remainder)
+    if p_jammed:
+        rem_header = e.block_override[plan.loop.header]
+        jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
+        e.block_override[plan.loop.header] = jam_header  # P is entered jammed
+    if outer is not None:
+        q_rem_header = e.block_override[outer.loop.header]
+        q_header = fn.append_basic_block(f"bb{outer.loop.header}_blocked")
+        e.block_override[outer.loop.header] = q_header  # Q is entered register-blocked
+    entry = e.block_override[nest.root.header]
+    for i in nest.blocks:
+        if jammed and i in plan.widest:
+            continue
+        if split_hi is not None and i == nest.root.header:
+            _lower_split_header(e, nest.root, split_hi)
+        else:
+            e.lower_block(i, e.block_override[i])
+    if outer is not None:
+        e.block_override[outer.loop.header] = q_rem_header  # Q's plain loop, P jammed alone
+        for i in outer.region:
+            if i not in plan.region:
+                e.lower_block(i, e.block_override[i])
+    if jammed:
+        if p_jammed:
+            e.block_override[plan.loop.header] = rem_header  # the plain loop loops back to itself
+        for i in plan.region:
+            e.lower_block(i, e.block_override[i])
+        # In the jammed copies the buffers are apart (the header checked): say so to
+        # LLVM. Different iterations of P store to different elements, so each
+        # jammed copy's stores get a scope of their own.
+        copies = max(plan.factor, outer.copies if outer is not None else 0)
+        keys = [(r, k) for r in plan.stored for k in (*range(copies), None)]
+        keys += [(r, None) for r in plan.widest_others]
+        e.alias = e.mod.module.alias_scopes(keys)
+        if p_jammed:
+            jam.emit(e, plan, jam_header, rem_header, apart)
+        if outer is not None:
+            jam.emit_outer(e, plan, q_header, q_rem_header, apart)
+        e.alias = {}
+    e.block_override, e.unchecked, e.fast_copy, e.nest_loops = {}, {}, False, {}
+    e.proven_index = None
+    return entry
+
+
+def _lower_split_header(e, root, hi) -> None:
+    """The root loop's header in a split nest's body: its instructions, then iv < hi."""
+    b = e.b
+    block = e.vf.blocks[root.header]
+    b.position_at_end(e.block_override[root.header])
+    e.lower_instructions(range(block.first, block.last))
+    iv = e.get(Reg("i64", root.iv, False, root.iv), "i64")
+    b.cbranch(b.icmp_signed("<", iv, hi), e.block_override[root.header + 1], e.blocks[root.exit])

@@ -1,0 +1,57 @@
+"""The loop optimiser's entry: each loop nest lowered twice, checked and fast, chosen by a guard.
+
+The emitter hands every nest the analysis finds (lower.loops.analysis) to `NestVersioning`.
+The guard (lower.loops.guard) checks once, at the nest's entry, that every buffer access of
+every iteration is in range; the fast copy then runs without per-access checks, jammed
+(lower.loops.jam) when the buffers it stores to are apart from the others, and split across
+threads (lower.loops.parallel) when the invocation has an idle pool and the root loop's
+iterations provably do not interact. Otherwise the checked copy runs, trapping exactly where
+the interpreter would.
+"""
+
+from __future__ import annotations
+
+from ...verify.model import VerifiedFunction
+from . import jam, parallel
+from .analysis import Nest, find_nests
+from .copies import lower_nest_copy
+from .guard import all_iterations_in_range
+
+
+class NestVersioning:
+    """How an Emitter lowers the loop nests of a function (its `nest_lowering`)."""
+
+    def nests(self, vf: VerifiedFunction) -> dict[int, Nest]:
+        """The nests to version, by the index of their root loop's header block."""
+        return {nest.root.header: nest for nest in find_nests(vf)}
+
+    def lower(self, e, nest: Nest) -> None:
+        """The nest twice, checked and fast, behind its guard, at the nest's header block."""
+        mod = e.mod
+        plan = jam.plan(e.vf, nest, mod.jam_outer) if mod.jam_loops else None
+        mod.blocked_nests += bool(plan and plan.outer)
+        outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
+        split = parallel.plan(e.vf, nest, outermost) if mod.parallel_loops else None
+        # The guard goes first, into the block where the nest is entered: the jammed loop's
+        # header reads its verdict on the buffers (a value of a dominating block).
+        e.b.position_at_end(e.blocks[nest.root.header])
+        e.pc = e.vf.instructions[e.vf.blocks[nest.root.header].first].pc
+        ok, ranges, rest, boxes = all_iterations_in_range(e, nest)
+        apart = jam.ranges_apart(e, plan.widest, plan.stored, plan.widest_others, nest, ranges) \
+            if plan is not None else None
+        threads = parallel.guard(e, split, nest, ranges, rest, boxes) if split is not None else None
+        guard_end = e.b.block
+        checked = lower_nest_copy(e, nest, "checked", None, None)
+        if threads is None:
+            fast = lower_nest_copy(e, nest, "fast", plan, apart)
+            e.b.position_at_end(guard_end)
+            e.b.cbranch(ok, fast, checked)
+            return
+        # A splittable nest's fast copy lives only in its own function: run on the pool when
+        # `threads` holds, else by this thread.
+        e.b.position_at_end(guard_end)
+        fast = e.fn.append_basic_block(f"bb{nest.root.header}_fast")
+        e.b.cbranch(ok, fast, checked)
+        e.b.position_at_end(fast)
+        parallel.emit_split(e, split, nest, plan, threads, apart)
+        e.b.branch(e.blocks[nest.root.exit])
