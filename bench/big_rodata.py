@@ -59,14 +59,14 @@ def expected_byte(offset: int) -> int:
 
 def build(path: Path, gib: float) -> float:
     """Writes the module; returns the seconds it took."""
-    from jitvm.frontend import ModuleBuilder
+    from jitvm.frontend.asm import ModuleBuilder, add_functions
 
     elements = 2 * segment_bytes(gib)
     values = np.broadcast_to(PATTERN, (elements // 16, 16))  # no memory: stride 0 rows
     start = time.perf_counter()
     b = ModuleBuilder("big")
     b.add_rodata(values, bits=4)
-    b.add_functions(READER)
+    add_functions(b, READER)
     b.write(path)
     return time.perf_counter() - start
 

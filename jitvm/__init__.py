@@ -7,7 +7,7 @@ from .errors import ArgumentError, DecodeError, Error, FormatError, Trap, Unsupp
 from . import verify
 from .verify import verify_module
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def load(source, backend: str = "jit", **options):

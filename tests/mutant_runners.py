@@ -42,6 +42,7 @@ from collections import Counter
 import numpy as np
 
 import jitvm
+from jitvm.api import EmbeddedLoader
 from tests import mutation
 
 BINDING_BYTES = 1 << 16  # each dispatch binding buffer (zeroed)
@@ -203,7 +204,7 @@ def run(verified, data: bytes, backend_name: str) -> dict:
             if _is_executable(verified):  # through the HAL's cache, where executable.create looks
                 from jitvm.runtime.modules.hal.executable import _load
 
-                loaded = _load(data, be)
+                loaded = _load(data, EmbeddedLoader(be))
             else:
                 loaded = LoadedModule(verified, be)
             keep = _prepare_embedded(verified, be)
@@ -234,7 +235,7 @@ def _prepare_embedded(verified, be) -> list:
     keep = []
     for _ordinal, data in embedded_modules(verified.module):
         try:
-            keep.append(_load(bytes(data), be))
+            keep.append(_load(bytes(data), EmbeddedLoader(be)))
         except jitvm.Error:
             pass  # the program's own executable.create will fail on it the same way
     return keep
@@ -258,7 +259,7 @@ def _instantiate(loaded):
 
     m = loaded.module
     wanted = [d.name for d in m.dependencies] + [i.module_name for i in m.imports]
-    factories = _native_modules(loaded.backend, None)
+    factories = _native_modules(EmbeddedLoader(loaded.backend), None)
     context = Context()
     natives = {}
     for name in dict.fromkeys(wanted):
@@ -353,7 +354,7 @@ def _run_executable(loaded, data: bytes, be, calls: _Calls) -> None:
     box = {}
 
     def create():
-        box["exe"] = create_executable(VMVX_FORMAT, data, constants, be, runner, VmvxModule)
+        box["exe"] = create_executable(VMVX_FORMAT, data, constants, EmbeddedLoader(be), runner, VmvxModule)
 
     if not calls.run("init", "hal.executable.create", create, counter="inits"):
         _run_program(loaded, calls)  # not a valid executable any more: call its exports raw

@@ -6,7 +6,7 @@ import pytest
 
 from jitvm.cli import main
 from jitvm.errors import AsmError, FormatError
-from jitvm.frontend import ModuleBuilder, assemble
+from jitvm.frontend.asm import ModuleBuilder, add_functions, assemble
 
 HEADER = "vm.module @m version 0\n"
 
@@ -75,7 +75,7 @@ def test_attribute_string_escapes_are_checked():
 def test_builder_rejects_a_module_line_for_another_module():
     b = ModuleBuilder("mine")
     with pytest.raises(AsmError, match=r"declares module @theirs but the builder builds @mine"):
-        b.add_functions("vm.module @theirs\n")
+        add_functions(b, "vm.module @theirs\n")
 
 
 def test_cli_reports_errors_with_position(tmp_path, capsys):

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jitvm
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.frontend.dump import dump_text
 from jitvm.frontend.module import load_module
 from tests.corpus import make_inputs, source_files

@@ -13,7 +13,8 @@ import difflib
 
 import pytest
 
-from jitvm.frontend import assemble, load_module
+from jitvm.frontend import load_module
+from jitvm.frontend.asm import assemble
 from jitvm.frontend.asm import assemble_builder
 from jitvm.frontend.decode import decode_function
 from jitvm.frontend.dump import dump_text

@@ -29,7 +29,7 @@ DENSE = t.ENCODING_DENSE_ROW_MAJOR
 
 @pytest.fixture(scope="module")
 def hal():
-    return HalModule(backend=object())
+    return HalModule(None)
 
 
 def _call_python(hal, name, *args):
@@ -166,7 +166,7 @@ def test_buffer_view_assert(hal, objects, case):
 
 def test_disabled_fast_paths_bind_the_python_implementation(monkeypatch):
     monkeypatch.setattr(fastpath, "enabled", False)
-    fresh = HalModule(backend=object())
+    fresh = HalModule(None)
     entry, ctx = fresh.lookup("buffer_view.assert").native_entry()
     assert ctx == 0
 

@@ -27,9 +27,9 @@ def _recording_loads(monkeypatch) -> list[str]:
     threads = []
     real = executable._load_now
 
-    def recording(key, data, backend):
+    def recording(key, data, loader):
         threads.append(threading.current_thread().name)
-        return real(key, data, backend)
+        return real(key, data, loader)
 
     monkeypatch.setattr(executable, "_load_now", recording)
     return threads

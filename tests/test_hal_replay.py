@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 import jitvm
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.lower.backend import JitBackend
 from jitvm.runtime.exec.runner import NativeDispatchRunner
 from jitvm.runtime.modules import VmvxModule
-from jitvm.runtime.modules.hal import command_buffer as cb
+from jitvm.runtime.modules.hal import command_buffer, commands as cb
 from jitvm.runtime.modules.hal import types as t
 from jitvm.runtime.modules.hal.buffer import HalBuffer
 from jitvm.runtime.modules.hal.errors import own
+from jitvm.api import EmbeddedLoader
 from jitvm.runtime.modules.hal.executable import VMVX_FORMAT, create_executable
 from jitvm.runtime.modules.hal.prepared import DispatchSegment
 
@@ -84,7 +85,7 @@ def executables():
         runner = NativeDispatchRunner(threads)
         if threads > 1:
             runner.force_threads = threads  # these grids are small: make the pool take them
-        made[threads] = tuple(create_executable(VMVX_FORMAT, data, None, backend, r, VmvxModule)._attach()
+        made[threads] = tuple(create_executable(VMVX_FORMAT, data, None, EmbeddedLoader(backend), r, VmvxModule)._attach()
                               for r in (runner, PythonOnly(runner)))
     yield made
     for pair in made.values():
@@ -106,7 +107,7 @@ def _read(ref) -> np.ndarray:
 def _program(exe, steps, capacity=3):
     """A finalized command buffer: ("fill", slot, pattern, width) and ("dispatch", function,
     in slot, out slot, factor, failing workgroup[, workgroups]) steps, a barrier after each."""
-    ref = cb.HalCommandBuffer.new(0, 0, capacity)
+    ref = command_buffer.HalCommandBuffer.new(0, 0, capacity)
     c = ref.payload
     for step in steps:
         if step[0] == "fill":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.frontend.module import load_module
 from jitvm.lower.loops import sharing as copy_sharing, jam
 from jitvm.lower.backend import JitBackend

@@ -12,7 +12,7 @@ import re
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.frontend.module import load_module
 from jitvm.lower.backend import JitBackend
 from jitvm.lower.module import ModuleLowering

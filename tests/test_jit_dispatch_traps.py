@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import jitvm
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.lower.backend import JitBackend
 from jitvm.runtime.exec.runner import NativeDispatchRunner
 from jitvm.runtime.native import layout

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.lower.backend import JitBackend
 from jitvm.runtime.vm.objects import VmBuffer
 from tests.interp_support import instantiate

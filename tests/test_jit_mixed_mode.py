@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import jitvm
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.lower.emit.registry import LOWERINGS
 from jitvm.lower.backend import STATS, JitBackend
 from jitvm.lower.emit.emitter import LoweringError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.frontend.module import load_module
 from jitvm.lower.loops import jam
 from jitvm.lower.backend import JitBackend

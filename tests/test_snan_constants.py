@@ -13,7 +13,8 @@ import struct
 import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
-from jitvm.frontend import assemble, load_module
+from jitvm.frontend import load_module
+from jitvm.frontend.asm import assemble
 from jitvm.frontend.decode import decode_function
 from jitvm.frontend.asm.encode import encode_function
 from jitvm.frontend.floatbits import f32_from_bits, f32_to_bits

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import jitvm
-from jitvm.frontend import ModuleBuilder, load_module, pack_bits
+from jitvm.frontend import load_module, pack_bits
+from jitvm.frontend.asm import ModuleBuilder, add_functions
 from jitvm.frontend.archive import SEGMENT_ALIGNMENT
 from jitvm.frontend.dump import dump_text
 from jitvm.frontend.module import FEATURE_BITS
@@ -84,7 +85,7 @@ def three_segments(tmp_path):
     assert b.add_rodata(small) == 0
     assert b.add_rodata(floats) == 1
     assert b.add_rodata(nibbles, bits=4) == 2
-    b.add_functions(READERS)
+    add_functions(b, READERS)
     path = tmp_path / "built.vmfb"
     b.write(path)
     return path, [small, floats.tobytes(), pack_bits(nibbles, 4).tobytes()]
@@ -115,7 +116,7 @@ def test_built_module_runs(three_segments, call):
 
 def test_descriptors_and_requirements_are_derived():
     b = ModuleBuilder("derive")
-    b.add_functions("""
+    add_functions(b, """
 vm.func @f32_user(%i0: f32, %i2:3 : i64, %r0: !vm.buffer) -> (f32) {
   %i1 = vm.add.f32 %i0, %i0
   vm.br ^next
@@ -146,7 +147,7 @@ vm.func @caller() -> (i64) {
 
 def test_named_globals_are_laid_out_like_iree_as_module():
     b = ModuleBuilder("g")
-    b.add_functions("""
+    add_functions(b, """
 vm.global.i64 private mutable @wide = 0 : i64
 vm.global.i32 mutable @a
 vm.global.ref private mutable @buf : !vm.buffer
@@ -170,14 +171,14 @@ vm.func @set(%i0: i32) -> () {
 def test_add_functions_calls_share_one_module():
     b = ModuleBuilder("parts")
     b.add_import("other.f", "0i_i")
-    b.add_functions("""
+    add_functions(b, """
 vm.export @main
 vm.func @main(%i0: i32) -> (i32) {
   %i1 = vm.call @helper(%i0)
   vm.return %i1
 }
 """)
-    b.add_functions("""
+    add_functions(b, """
 vm.func @helper(%i0: i32) -> (i32) {
   %i1 = vm.call @other.f(%i0)
   vm.return %i1
@@ -194,7 +195,7 @@ def test_rodata_placement_can_be_chosen():
     b.add_rodata(b"x" * (MAX_EMBEDDED - 1))
     b.add_rodata(b"y" * 10, external=True, alignment=32)
     b.add_rodata(np.zeros(MAX_EMBEDDED, np.uint8), external=False)
-    b.add_functions("vm.func @f() -> () {\n  vm.return\n}")
+    add_functions(b, "vm.func @f() -> () {\n  vm.return\n}")
     m = load_module(b.to_bytes())
     assert [r.external for r in m.rodata] == [False, True, False]
     assert m.rodata[1].offset % 32 == 0
@@ -205,7 +206,7 @@ def test_rodata_placement_can_be_chosen():
 def test_big_endian_arrays_are_written_little_endian():
     b = ModuleBuilder("endian")
     b.add_rodata(np.array([1, 2], dtype=">u4"))
-    b.add_functions("vm.func @f() -> () {\n  vm.return\n}")
+    add_functions(b, "vm.func @f() -> () {\n  vm.return\n}")
     assert bytes(load_module(b.to_bytes()).rodata[0].data) == struct.pack("<II", 1, 2)
 
 
@@ -214,7 +215,7 @@ def test_a_failing_stream_leaves_no_file(tmp_path):
     values = np.zeros(1 << 20, np.int16)
     values[-1] = 100  # does not fit 4 bits: found while streaming
     b.add_rodata(values, bits=4)
-    b.add_functions("vm.func @f() -> () {\n  vm.return\n}")
+    add_functions(b, "vm.func @f() -> () {\n  vm.return\n}")
     path = tmp_path / "bad.vmfb"
     with pytest.raises(BuildError, match=r"rodata\[0\]: element 1048575 = 100 does not fit in 4 bits"):
         b.write(path)
@@ -242,7 +243,7 @@ vm.func @pick(%i0: i32) -> (i32) {
 @RUNTIMES
 def test_switch_ref_carries_its_type_through_the_text(tmp_path, call):
     """switch.ref encodes a type the dump form must show for the line to reassemble."""
-    from jitvm.frontend import assemble
+    from jitvm.frontend.asm import assemble
 
     path = tmp_path / "sw.vmfb"
     path.write_bytes(assemble(SWITCH_REF))
@@ -255,7 +256,7 @@ def test_switch_ref_carries_its_type_through_the_text(tmp_path, call):
 def test_list_of_any_is_written_as_opaque(tmp_path):
     """`!vm.list<?>` (MLIR's spelling) assembles to the `!vm.opaque` element iree-as-module
     writes, which the verifier accepts; `?` alone is not a type-table name."""
-    from jitvm.frontend import assemble
+    from jitvm.frontend.asm import assemble
     from jitvm.verify import verify_module
 
     text = """

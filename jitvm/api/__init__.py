@@ -9,55 +9,43 @@ none as None); functions without it take and return raw VM values.
 
 from __future__ import annotations
 
-import warnings
-from typing import Any
-
-from ..errors import ArgumentError, UnsupportedError
-from ..runtime.vm import abi
+from ..errors import ArgumentError
+from ..fallback_interp import InterpreterBackend
+from ..frontend.module import load_module
+from ..lower.backend import JitBackend
+from ..runtime.modules import CheckModule, HalModule, VmvxModule, register_hal_types
+from ..runtime.modules.hal.executable import Prefetch
+from ..runtime.modules.hal.fence import HalFence, Semaphore, wait_all
+from ..runtime.vm import abi, heap
+from ..runtime.vm.bytecode import LoadedModule
+from ..runtime.vm.context import Context
+from ..verify import verify_module
+from ..verify.embedded import embedded_modules
 from . import marshal
 from .declaration import Declaration, parse_declaration
 
 BACKENDS = ("jit", "interp")
-_backends: dict[str, Any] = {}
+_backends: dict = {}
 
 
 def get_backend(name: str):
-    """The shared backend object for `name`; "jit" falls back to the interpreter (with a warning)."""
+    """The shared backend object for `name` ("jit" or "interp"), or `name` itself when it
+    is already a backend object."""
     if not isinstance(name, str):
-        return name  # already a backend object
+        return name
     if name not in BACKENDS:
         raise ArgumentError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     if name == "jit":
-        jit = _jit_backend()
-        if jit is not None:
-            return jit
-        warnings.warn("the JIT backend is not available yet; running the reference interpreter instead",
-                      RuntimeWarning, stacklevel=3)
-        name = "interp"
+        return _jit_backend()
     if name not in _backends:
-        _backends[name] = _interpreter_class()()
+        _backends[name] = InterpreterBackend()
     return _backends[name]
-
-
-def _interpreter_class():
-    try:
-        from ..fallback_interp import InterpreterBackend
-    except ImportError:
-        try:
-            from ..fallback_interp.backend import InterpreterBackend
-        except ImportError as e:
-            raise UnsupportedError(f"the reference interpreter backend is not available: {e}") from None
-    return InterpreterBackend
 
 
 def _jit_backend(threads: int | None = None):
     """The shared JIT backend; one per explicit thread count (None: JITVM_THREADS or all cores)."""
     key = "jit" if threads is None else ("jit", threads)
     if key not in _backends:
-        try:
-            from ..lower.backend import JitBackend
-        except ImportError:
-            return None
         _backends[key] = JitBackend(threads=threads)
     return _backends[key]
 
@@ -70,10 +58,19 @@ def _check_threads(threads) -> int | None:
     return threads
 
 
-def _native_modules(backend, trace):
-    from ..runtime.modules import CheckModule, HalModule, VmvxModule
+class EmbeddedLoader:
+    """How the HAL loads an executable's bytes (a VMVX module): read, verified and prepared
+    with the host module's backend, like the host module itself."""
 
-    return {"hal": lambda: HalModule(backend, trace_sink=trace), "check": CheckModule, "vmvx": VmvxModule}
+    def __init__(self, backend):
+        self.backend = backend
+
+    def __call__(self, data: bytes, origin: str) -> LoadedModule:
+        return LoadedModule(verify_module(load_module(data, origin=origin)), self.backend)
+
+
+def _native_modules(loader: EmbeddedLoader, trace):
+    return {"hal": lambda: HalModule(loader, trace_sink=trace), "check": CheckModule, "vmvx": VmvxModule}
 
 
 def load(source, backend: str = "jit", *, threads: int | None = None, trace=None,
@@ -86,14 +83,6 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     `trace(key, arrays)` receives the tensors of `hal.buffer_view.trace` calls (modules
     compiled with --iree-flow-trace-dispatch-tensors); without it those calls do nothing.
     """
-    from ..frontend.module import load_module
-    from ..runtime.vm.bytecode import LoadedModule
-    from ..runtime.vm.context import Context
-    from ..runtime.modules import register_hal_types
-    from ..verify import verify_module
-
-    from ..runtime.vm import heap
-
     heap.tune()  # freed call buffers stay in the heap for the next call
     threads = _check_threads(threads)
     be = get_backend(backend)
@@ -102,10 +91,11 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     register_hal_types()
     module = load_module(source)
     verified = verify_module(module, verify_features)
-    prefetch = _prefetch(module, be)
+    loader = EmbeddedLoader(be)
+    prefetch = _prefetch(module, loader)
     loaded = LoadedModule(verified, be)
     wanted = [d.name for d in module.dependencies] + [i.module_name for i in module.imports]
-    factories = _native_modules(be, _trace_adapter(trace))
+    factories = _native_modules(loader, _trace_adapter(trace))
     context = Context()
     natives = {}
     for name in dict.fromkeys(wanted):
@@ -117,13 +107,11 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     return Module(context, instance, natives)
 
 
-def _prefetch(module, backend):
+def _prefetch(module, loader: EmbeddedLoader):
     """The JIT compiles the embedded executables while it compiles the host module."""
-    if getattr(backend, "name", None) != "jit":
+    if getattr(loader.backend, "name", None) != "jit":
         return None
-    from ..runtime.modules.hal.executable import Prefetch
-
-    return Prefetch(module, backend)
+    return Prefetch([bytes(data) for _ordinal, data in embedded_modules(module)], loader)
 
 
 def _trace_adapter(trace):
@@ -234,8 +222,6 @@ class Function:
 
     def _call_fenced(self, hal, vm_args):
         """Runs a coarse-fences function synchronously: nothing to wait on, then await its signal."""
-        from ..runtime.modules.hal.fence import HalFence, Semaphore, wait_all
-
         signal = HalFence.new([(Semaphore(0), 1)])
         results = self.vm_function.call(vm_args + [None, signal])
         wait_all([signal.payload], f"{self.name} (coarse-fences)")

@@ -4,26 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from importlib import resources
 from pathlib import Path
 
 from ..errors import Error
-
-EXAMPLE_PREFIX = "example:"
-
-
-def resolve_path(text: str) -> str:
-    """`example:NAME` names a module bundled with jitvm; anything else is a path."""
-    if text.startswith(EXAMPLE_PREFIX):
-        name = text[len(EXAMPLE_PREFIX):]
-        path = resources.files("jitvm") / "examples" / f"{name}.vmfb"
-        if not path.is_file():
-            available = sorted(p.name[:-5] for p in (resources.files("jitvm") / "examples").iterdir()
-                               if p.name.endswith(".vmfb"))
-            raise Error(f"no bundled example {name!r}; available: {', '.join(available) or 'none'}")
-        return str(path)
-    return text
-
+from .paths import resolve_path
 
 def cmd_dump(args) -> int:
     from ..frontend.dump import dump_json, iter_dump_text

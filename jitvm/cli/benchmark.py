@@ -116,7 +116,7 @@ def _min_time(text: str) -> tuple[float, int | None]:
 
 def cmd_benchmark(args) -> int:
     from ..api import load
-    from . import resolve_path
+    from .paths import resolve_path
     from .execute import _single_function, _vm_arguments
 
     min_time, iterations = _min_time(args.benchmark_min_time)

@@ -58,7 +58,7 @@ def _save_outputs(targets: list[str], results: list) -> None:
 
 def cmd_run(args) -> int:
     from ..api import load
-    from . import resolve_path
+    from .paths import resolve_path
 
     module = load(resolve_path(args.file), backend=args.backend)
     name = args.function or _single_function(module)
@@ -80,7 +80,7 @@ def _single_function(module) -> str:
 
 def cmd_check(args) -> int:
     from ..api import load
-    from . import resolve_path
+    from .paths import resolve_path
 
     passed = failed = 0
     for path in args.files:

@@ -21,6 +21,7 @@ from ..runtime.vm import abi, nativelib, traps
 from ..runtime.vm.bytecode import BytecodeInstance, InternalFunction, LoadedModule
 from ..runtime.native.layout import TrapT
 from . import codegen, frames, imports
+from .dispatch import InterpDispatchRunner
 
 _retain = nativelib.fn.jv_retain
 _release = nativelib.fn.jv_release
@@ -40,9 +41,7 @@ class InterpreterBackend:
 
     def dispatch_runner(self):
         """The HAL's runner for interpreted VMVX executables (see dispatch.py)."""
-        from .dispatch import InterpDispatchRunner
-
-        return InterpDispatchRunner()
+        return InterpDispatchRunner(_interpreted)
 
 
 class _Bound:

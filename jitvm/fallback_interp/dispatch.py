@@ -17,13 +17,12 @@ from . import frames
 
 
 class InterpDispatchRunner:
-    def __init__(self):
+    def __init__(self, interpreted):
+        self._interpreted = interpreted  # Function -> its raw interpreted function, or None
         self._fallback = SerialDispatchRunner()
 
     def run(self, dispatch: Dispatch) -> None:
-        from .backend import _interpreted
-
-        fn = _interpreted(dispatch.entry)
+        fn = self._interpreted(dispatch.entry)
         if fn is None:  # not an interpreted function (another backend prepared it)
             self._fallback.run(dispatch)
             return

@@ -14,7 +14,7 @@ A function is named by its first export, else its debug name, else `@<module>:<o
 from __future__ import annotations
 
 from . import derive
-from .asm.attrs import Attrs, format_dict, format_string
+from .attrs import Attrs, format_dict, format_string
 from .cconv import argument_registers, make_cconv
 from .decode import Reg, decode_function
 from .disasm import Names, instruction_lines, reg_name

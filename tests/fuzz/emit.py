@@ -1,7 +1,7 @@
 """The program model of the fuzzer: choices, registers, live values, blocks and module text.
 
 A generator never writes instruction syntax by hand for ISA ops: `render` fills an op's dump
-template from the ISA table (the syntax `jitvm dump` prints and `jitvm.frontend.assemble`
+template from the ISA table (the syntax `jitvm dump` prints and `jitvm.frontend.asm.assemble`
 reads) with register and operand texts.
 
 Validity is kept by construction, with a simple register model:

@@ -1,6 +1,6 @@
 """Running a generated program under both backends and comparing everything it shows.
 
-Each program is assembled once (jitvm.frontend.assemble) and instantiated under the
+Each program is assembled once (jitvm.frontend.asm.assemble) and instantiated under the
 reference interpreter and the JIT. Its calls run in order in each instance, so module
 state carries over; after every call the program's `observe` function (if any) returns
 the whole module state (value globals as i64 words, every ref global), compared too.
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitvm.frontend import assemble
+from jitvm.frontend.asm import assemble
 from jitvm.lower.backend import STATS
 from jitvm.runtime.vm.objects import Ref, VmBuffer, VmList
 from tests.interp_support import describe, instantiate, same_value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .parser import assemble_builder, parse_into
+from .writer import ModuleBuilder
 
 
 def assemble(text: str, source: str = "<vmasm>") -> bytes:
@@ -10,4 +11,10 @@ def assemble(text: str, source: str = "<vmasm>") -> bytes:
     return assemble_builder(text, source).to_bytes()
 
 
-__all__ = ["assemble", "assemble_builder", "parse_into"]
+def add_functions(builder, text: str, source: str = "<vmasm>") -> None:
+    """Assembles vm.type/vm.import/vm.global/vm.rodata/vm.export/vm.func text into `builder`
+    (a writer.ModuleBuilder)."""
+    parse_into(builder, text, source, allow_module=False)
+
+
+__all__ = ["ModuleBuilder", "add_functions", "assemble", "assemble_builder", "parse_into"]

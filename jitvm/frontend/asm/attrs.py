@@ -1,4 +1,4 @@
-"""Attribute dictionaries in VM assembly: `attributes {vm.yield, vm.global_bytes = 40, ...}`.
+"""Attribute dictionaries read from VM assembly (frontend.attrs prints them).
 
 The syntax is MLIR's, reduced to what module metadata needs: keys (bare names or strings),
 unit entries (a bare key), integers, strings with MLIR escapes (`\\"`, `\\\\`, `\\n`, `\\t`,
@@ -10,15 +10,11 @@ from __future__ import annotations
 
 import re
 
+from ..attrs import BARE_KEY, Attrs
 from .source import Cursor
 
 
 
-class Attrs(list):
-    """A dictionary attribute: [(key, value), ...] in source order."""
-
-
-_BARE_KEY = re.compile(r"[A-Za-z_][\w.$-]*")
 _INT = re.compile(r"[-+]?(?:0[xX][0-9a-fA-F]+|\d+)")
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t"}
 _PRINTABLE = re.compile(r'[^"\\\x00-\x1f\x7f]')
@@ -58,28 +54,11 @@ def parse_string(cur: Cursor) -> str:
         cur.fail("string escapes do not form valid UTF-8", start)
 
 
-def format_string(value: str) -> str:
-    """The quoted, escaped form parse_string reads back to `value`."""
-    out = []
-    for ch in value:
-        if _PRINTABLE.fullmatch(ch):
-            out.append(ch)
-        elif ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        else:
-            out.append("".join(f"\\{b:02X}" for b in ch.encode()))
-    return '"' + "".join(out) + '"'
-
-
 def _key(cur: Cursor) -> str:
     cur.skip_space()
     if cur.peek('"'):
         return parse_string(cur)
-    m = cur.match(_BARE_KEY)
+    m = cur.match(BARE_KEY)
     if m is None:
         cur.fail("expected an attribute name")
     return m
@@ -139,30 +118,3 @@ def parse_dict(cur: Cursor) -> Attrs:
             cur.pos += 1
             return out
         cur.expect(",", "',' or '}'")
-
-
-def _format_key(key: str) -> str:
-    return key if _BARE_KEY.fullmatch(key) else format_string(key)
-
-
-def format_value(value) -> str:
-    if value is True:
-        raise ValueError("unit attributes have no value")
-    if isinstance(value, str):
-        return format_string(value)
-    if isinstance(value, bool):
-        raise ValueError("booleans are not attribute values")
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, Attrs):
-        return format_dict(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(format_value(x) for x in value) + "]"
-    raise ValueError(f"cannot print attribute value {value!r}")
-
-
-def format_dict(pairs) -> str:
-    items = []
-    for key, value in pairs:
-        items.append(_format_key(key) if value is True else f"{_format_key(key)} = {format_value(value)}")
-    return "{" + ", ".join(items) + "}"

@@ -173,7 +173,7 @@ class Built:
 
 
 class ModuleBuilder:
-    """Builds one bytecode module; `add_functions` takes VM assembly in `jitvm dump` syntax."""
+    """Builds one bytecode module; `frontend.asm.add_functions` adds VM assembly in `jitvm dump` syntax."""
 
     def __init__(self, name: str, version: int = 0):
         if not name:
@@ -279,11 +279,6 @@ class ModuleBuilder:
         self._symbol_index[symbol] = ordinal
         self.functions.append(fn)
         return ordinal
-
-    def add_functions(self, text: str, source: str = "<vmasm>") -> None:
-        """Assembles vm.type/vm.import/vm.global/vm.rodata/vm.export/vm.func text into this module."""
-        from .parser import parse_into
-        parse_into(self, text, source, allow_module=False)
 
     # -- resolution -------------------------------------------------------------------------
 

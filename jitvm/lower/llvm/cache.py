@@ -21,7 +21,7 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
-from ... import __version__
+from ...version import __version__
 
 FORMAT = "jitvm-cache-2"
 DEFAULT_MAX_MB = 1024

@@ -29,8 +29,8 @@ class HalDevice(NativeObject):
     type_name = "hal.device"
     facts = "HalDeviceFacts"
 
-    def __init__(self, backend, runner):
-        self.backend = backend  # executables are prepared with the host module's backend
+    def __init__(self, loader, runner):
+        self.loader = loader  # executables are loaded with the host module's backend (executable.ExecutableLoader)
         self.runner = runner  # and dispatched with its runner
         self.allocator_ref = HalAllocator.new(DEVICE_ID)
 

@@ -13,6 +13,7 @@ import struct
 import threading
 import weakref
 from dataclasses import dataclass
+from typing import Protocol
 
 from ...native import layout
 from ...vm.context import Context
@@ -73,12 +74,14 @@ _cache_lock = threading.Lock()
 _pending: dict[tuple, threading.Event] = {}  # keys being loaded by a Prefetch
 
 
-def _key(data: bytes, backend) -> tuple:
-    return id(backend), hashlib.sha256(data).digest()
+def _key(data: bytes, loader) -> tuple:
+    return id(loader.backend), hashlib.sha256(data).digest()
 
 
-def _load(data: bytes, backend):
-    key = _key(data, backend)
+def _load(data: bytes, loader):
+    """The loaded executable module of `data`: from the cache, from a prefetch under way,
+    or loaded now by `loader` (see `ExecutableLoader`)."""
+    key = _key(data, loader)
     with _cache_lock:
         loaded = _loaded_cache.get(key)
         pending = _pending.get(key)
@@ -87,21 +90,25 @@ def _load(data: bytes, backend):
         with _cache_lock:
             loaded = _loaded_cache.get(key)
     if loaded is None:
-        loaded = _load_now(key, data, backend)
+        loaded = _load_now(key, data, loader)
     return loaded
 
 
-def _load_now(key: tuple, data: bytes, backend):
-    from ....frontend.module import load_module
-    from ....verify import verify_module
-    from ...vm.bytecode import LoadedModule
-
-    module = load_module(data, origin=f"<{VMVX_FORMAT} executable>")
-    loaded = LoadedModule(verify_module(module), backend)
-    loaded._cache_backend = backend  # keeps id(backend) meaningful while cached
+def _load_now(key: tuple, data: bytes, loader):
+    loaded = loader(data, f"<{VMVX_FORMAT} executable>")
+    loaded._cache_backend = loader.backend  # keeps id(backend) meaningful while cached
     with _cache_lock:
         _loaded_cache[key] = loaded
     return loaded
+
+
+class ExecutableLoader(Protocol):
+    """What turns an executable's bytes into a loaded module: read, verified and prepared
+    with the host module's backend. The API supplies it (the HAL decodes nothing itself)."""
+
+    backend: object
+
+    def __call__(self, data: bytes, origin: str): ...
 
 
 class Prefetch:
@@ -112,19 +119,11 @@ class Prefetch:
     idles meanwhile). A failure is dropped here: executable.create meets it again, where
     IREE raises it. `loaded` keeps the results alive until the host holds them."""
 
-    def __init__(self, module, backend):
-        from ....frontend.archive import parse_archive
-        from ....errors import FormatError
-
+    def __init__(self, embedded: list[bytes], loader: ExecutableLoader):
         self.loaded: list = []
         jobs = []
-        for seg in module.rodata:
-            try:
-                parse_archive(seg.data, "<rodata>")  # reads the headers only
-            except FormatError:
-                continue
-            data = bytes(seg.data)
-            key = _key(data, backend)
+        for data in embedded:
+            key = _key(data, loader)
             with _cache_lock:
                 if key in _pending or _loaded_cache.get(key) is not None:
                     continue
@@ -132,14 +131,14 @@ class Prefetch:
             jobs.append((key, data))
         self._thread = None  # most modules embed nothing: no thread then
         if jobs:
-            self._thread = threading.Thread(target=self._run, args=(jobs, backend), name="jitvm-prefetch",
+            self._thread = threading.Thread(target=self._run, args=(jobs, loader), name="jitvm-prefetch",
                                             daemon=True)
             self._thread.start()
 
-    def _run(self, jobs, backend) -> None:
+    def _run(self, jobs, loader) -> None:
         for key, data in jobs:
             try:
-                self.loaded.append(_load_now(key, data, backend))
+                self.loaded.append(_load_now(key, data, loader))
             except Exception:  # noqa: BLE001 - raised again by executable.create
                 pass
             finally:
@@ -161,12 +160,12 @@ def _int_attr(fn: Function, key: str) -> int:
                                             f"attribute {text!r}") from None
 
 
-def create_executable(executable_format: str, data: bytes, constants: bytes | None, backend,
+def create_executable(executable_format: str, data: bytes, constants: bytes | None, loader: ExecutableLoader,
                       runner: DispatchRunner, vmvx_module_factory) -> HalExecutable:
     if executable_format != VMVX_FORMAT:
         raise hal_error("NOT_FOUND", f"no executable loader registered for the executable format "
                                      f"'{executable_format}'; the local CPU device loads '{VMVX_FORMAT}'")
-    loaded = _load(data, backend)
+    loaded = _load(data, loader)
     context = Context()
     try:
         context.add(vmvx_module_factory())

@@ -6,7 +6,8 @@ from ...vm.interface import export
 from .buffer import HalBuffer
 from .types import device_size
 from . import types as t
-from .command_buffer import CopyCommand, DispatchCommand, FillCommand, HalCommandBuffer, UpdateCommand
+from .command_buffer import HalCommandBuffer
+from .commands import CopyCommand, DispatchCommand, FillCommand, UpdateCommand
 from .device import HalDevice
 from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error, own
 from .executable import HalExecutable, constants_from_buffer, create_executable
@@ -128,7 +129,7 @@ class CommandExports:
         data = deref_vm_buffer(executable_data, "hal.executable.create data").tobytes()
         consts = constants_from_buffer(constants if constants is not None and constants.type_name == "vm.buffer"
                                        else None)
-        exe = create_executable(fmt, data, consts, dev.backend, dev.runner, self.vmvx_module)
+        exe = create_executable(fmt, data, consts, dev.loader, dev.runner, self.vmvx_module)
         return exe._attach()
 
     @export("executable.lookup.function", "0rr_I")

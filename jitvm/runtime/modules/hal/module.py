@@ -14,7 +14,9 @@ from .buffer_view import HalBufferView
 from .command_buffer import HalCommandBuffer
 from .device import HalDevice
 from ...exec.dispatch import DispatchRunner, runner_for
-from .executable import HalExecutable
+from ..vmvx import VmvxModule
+from .errors import hal_error
+from .executable import ExecutableLoader, HalExecutable
 from .exports_buffer import BufferExports
 from .exports_command import CommandExports
 from .exports_device import DeviceExports
@@ -44,25 +46,32 @@ class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, Nati
     ref_types = (HalAllocator, HalBuffer, HalBufferView, HalChannel, HalCommandBuffer, HalDevice, HalEvent,
                  HalExecutable, HalFence, HalFile, HalSemaphore)
 
-    def __init__(self, backend=None, runner: DispatchRunner | None = None, trace_sink=None):
-        """`backend` prepares executables (default: the reference interpreter)."""
+    def __init__(self, loader: ExecutableLoader | None, runner: DispatchRunner | None = None, trace_sink=None):
+        """`loader` loads the executables the program creates, with the backend the host
+        module uses (None: a HAL that creates none); that backend's runner (if it has one)
+        dispatches them unless `runner` is given."""
         super().__init__()
         self.register_types()
-        if backend is None:
-            from ....api import get_backend
-            backend = get_backend("interp")
-        self.backend = backend
-        self.runner = runner if runner is not None else runner_for(backend)
+        self.loader = loader if loader is not None else _NoExecutables()
+        self.runner = runner if runner is not None else runner_for(self.loader.backend)
         self.trace_sink = trace_sink
-        self.devices = [HalDevice.new(backend, self.runner)]
+        self.devices = [HalDevice.new(self.loader, self.runner)]
 
     @property
     def device(self) -> HalDevice:
         return self.devices[0].payload
 
     def vmvx_module(self):
-        from ..vmvx import VmvxModule
         return VmvxModule()
+
+
+class _NoExecutables:
+    """The loader of a HAL without a backend: executable.create fails as for a bad format."""
+
+    backend = None
+
+    def __call__(self, data: bytes, origin: str):
+        raise hal_error("UNAVAILABLE", f"{origin}: this HAL was created without an executable loader")
 
 
 def register_hal_types() -> None:

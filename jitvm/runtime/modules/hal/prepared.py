@@ -22,6 +22,7 @@ from ....errors import Error
 from . import types as t
 from ...exec.dispatch import PreparedDispatch, PreparedFill
 from ...exec.dispatch_args import DispatchArgs, view_access
+from .commands import DispatchCommand, FillCommand
 
 
 class DispatchSegment:
@@ -81,8 +82,6 @@ class DispatchSegment:
 
     def _prepare(self, table):
         """The runner's sequence for this table's layout, or None (Python runs this one)."""
-        from .command_buffer import FillCommand
-
         steps, self._args = [], []
         try:
             for command in self.commands:
@@ -154,8 +153,6 @@ def segments(commands: list) -> list:
     """The commands with each run of replayable dispatches (same runner) and the fills
     between them as one segment; commands that do nothing (barriers: execution is in order
     anyway) are left out."""
-    from .command_buffer import DispatchCommand, FillCommand
-
     out, run, runner = [], [], None
 
     def close():
