@@ -10,7 +10,8 @@ names yields null, like IREE (a `!vm.opaque` type names none, so it always yield
 from __future__ import annotations
 
 from ..runtime.vm import nativelib, traps
-from ..runtime.vm.listops import deref, storage_for
+from ..runtime.vm.listops import deref
+from ..runtime.vm.objects import storage_for
 from .ops_control import store_ref
 from .ops_refs import ref_type_id
 from .registry import handles
