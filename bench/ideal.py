@@ -76,17 +76,10 @@ _compiled = None
 def _kernel():
     global _compiled
     if _compiled is None:
-        import llvmlite.binding as llvm
+        from jitvm.runtime.native.engine import jit_module
 
-        from jitvm.runtime.native import target as targets
-        from jitvm.runtime.vm.nativelib import initialize_llvm
-
-        initialize_llvm()
-        mod = llvm.parse_assembly(_ir())
-        mod.triple = targets.host().triple
-        engine = llvm.create_mcjit_compiler(mod, targets.machine.__wrapped__(targets.host(), 2))
-        engine.finalize_object()
-        _compiled = (engine, _KERNEL(engine.get_function_address("ideal_kernel")))
+        code = jit_module(_ir())
+        _compiled = (code, code.function("ideal_kernel", _KERNEL))
     return _compiled[1]
 
 

@@ -97,7 +97,7 @@ def dispatches(rows: np.ndarray, names: dict[int, str]) -> list[tuple[str, float
 
 def trace_model(spec, threads: int, rounds: int) -> dict:
     import jitvm
-    from jitvm.runtime.exec import workers
+    from jitvm.runtime.exec import nativecode
     from jitvm.lower.backend import JitBackend
 
     from bench.ideal import ideal_speedup
@@ -111,7 +111,7 @@ def trace_model(spec, threads: int, rounds: int) -> dict:
         runners.append(backend.dispatch_runner())
         for _ in range(WARM_UP):
             fns[t](*inputs)
-    trace = workers.workgroup_trace()
+    trace = nativecode.workgroup_trace()
     names = _names(runners)
     calls = {t: [] for t in fns}
     per_dispatch = {t: collections.defaultdict(list) for t in fns}  # name -> per call (span, work, runs)
@@ -190,9 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     from jitvm.runtime.exec import trace
 
     os.environ.setdefault(trace.ENV, "1")  # before the first native dispatch builds the worker code
-    from jitvm.runtime.exec import workers
+    from jitvm.runtime.exec import nativecode
 
-    if workers.workgroup_trace() is None:
+    if nativecode.workgroup_trace() is None:
         print("the worker code was built before tracing was requested", file=sys.stderr)
         return 1
     text = [f"# Thread trace ({args.threads} threads vs 1, {args.rounds} alternating calls each, medians)", "",

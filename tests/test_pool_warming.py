@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import jitvm
-from jitvm.runtime.exec import workers
+from jitvm.runtime.exec import nativecode
 from jitvm.lower.backend import JitBackend
 from tests.corpus import make_inputs
 
@@ -16,7 +16,7 @@ from tests.corpus import make_inputs
 @pytest.fixture(scope="module")
 def scale_rowsum(corpus_module):
     """(function, its inputs, the runner) of a call replaying two dispatches, on 2 threads."""
-    if not workers.native().pooled:
+    if not nativecode.native().pooled:
         pytest.skip("no thread pool on this host")
     m = corpus_module("mlir/workgroups")
     index = next(i for i, c in enumerate(m.calls) if c.function == "scale_rowsum")

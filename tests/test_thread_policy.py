@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from jitvm.runtime.exec import replay, workers
+from jitvm.runtime.exec import nativecode, replay
+from jitvm.runtime.exec.nativecode import REPROBE, REPROBE_MAX
+from jitvm.runtime.native.layout import CostT
 from jitvm.runtime.exec.runner import NativeDispatchRunner
 from jitvm.runtime.vm.objects import VmBuffer
 
@@ -18,12 +20,12 @@ GRID = (8, 1, 1)
 @pytest.fixture
 def step():
     """(a one-step sequence of an 8-workgroup grid on 2 threads, that entry's cost record)."""
-    if not workers.native().pooled:
+    if not nativecode.native().pooled:
         pytest.skip("no thread pool on this host")
     runner = NativeDispatchRunner(threads=2)
     seq = replay.Sequence(runner, 1)
     seq.set_step(0, (FN, 0), 0, 0, VmBuffer.allocate(16), GRID)
-    yield seq, replay.CostT.from_address(runner.cost_address(FN))
+    yield seq, CostT.from_address(runner.cost_address(FN))
     runner.close()
 
 
@@ -52,11 +54,11 @@ def test_reprobes_back_off_while_the_choice_holds(step):
     picks = [seq.choose_threads(0) for _ in range(4000)]
     probes = [i for i, p in enumerate(picks) if p == 1]
     gaps = [b - a for a, b in zip(probes, probes[1:])]
-    assert probes[0] == replay.REPROBE
-    assert gaps[:5] == [2 * replay.REPROBE, 4 * replay.REPROBE, 8 * replay.REPROBE, 16 * replay.REPROBE,
-                        replay.REPROBE_MAX]
-    assert set(gaps[4:]) == {replay.REPROBE_MAX}
-    assert len(probes) < 4000 // replay.REPROBE // 4  # well under one in REPROBE runs
+    assert probes[0] == REPROBE
+    assert gaps[:5] == [2 * REPROBE, 4 * REPROBE, 8 * REPROBE, 16 * REPROBE,
+                        REPROBE_MAX]
+    assert set(gaps[4:]) == {REPROBE_MAX}
+    assert len(probes) < 4000 // REPROBE // 4  # well under one in REPROBE runs
 
 
 def test_a_changed_choice_restarts_the_interval(step):
@@ -69,7 +71,7 @@ def test_a_changed_choice_restarts_the_interval(step):
     probes = [i for i, p in enumerate(picks) if p == 2]
     gaps = [b - a for a, b in zip(probes, probes[1:])]
     assert probes[0] == 1  # the way dropped is measured again at once ...
-    assert gaps[:2] == [2 * replay.REPROBE, 4 * replay.REPROBE]  # ... then looks start over from REPROBE
+    assert gaps[:2] == [2 * REPROBE, 4 * REPROBE]  # ... then looks start over from REPROBE
 
 
 def test_forced_threads_bypass_the_policy(step):

@@ -21,7 +21,7 @@ _SCRIPT = r"""
 import json, sys
 import numpy as np
 import jitvm
-from jitvm.runtime.exec import workers
+from jitvm.runtime.exec import nativecode
 from jitvm.lower.backend import JitBackend
 
 calls = json.loads(sys.argv[2])
@@ -32,7 +32,7 @@ for threads in (1, 2):
     module = jitvm.load(sys.argv[1], backend=backend)
     for function, inputs in calls:
         module[function](*np.load(inputs).values())  # compiled, warm
-    trace = workers.workgroup_trace()
+    trace = nativecode.workgroup_trace()
     if trace is None:
         print(json.dumps(None)); sys.exit(0)
     trace.take()

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..frontend.handlers import OpHandlers
 from ..runtime.vm import nativelib, traps
-from ..runtime.vm.listops import deref, storage_for
+from ..runtime.vm.listops import deref
+from ..runtime.vm.objects import storage_for
 from .ops_control import store_ref
 from .ops_refs import ref_type_id
 

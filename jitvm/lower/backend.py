@@ -15,10 +15,13 @@ import time
 import warnings
 from collections import Counter
 
+from ..runtime.exec.nativecode import native
+from ..runtime.exec.workers import NativePool
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import BytecodeInstance, LoadedModule, describe_frame
+from ..runtime.native import engine
 from ..runtime.native.layout import TrapT
-from .llvm import cache, compile_pool, compiler
+from .llvm import cache, compile_pool, compiler, loader
 from ..runtime.native import target as targets
 from .module import ModuleLowering, runtime_type_ids, type_table_symbol
 
@@ -73,8 +76,6 @@ class JitBackend:
     def call_pool(self):
         """The pool direct calls lend to their split loops (see split_calls_from), or None."""
         if self.split_calls_from is not None and self._call_pool is None:
-            from ..runtime.exec.workers import NativePool, native
-
             if native().pooled:
                 self._call_pool = NativePool(max(1, dispatch_threads(self.threads) - 1))
                 self._call_pool.state.split_min_work = self.split_calls_from
@@ -138,7 +139,7 @@ class JitBackend:
 
     def prepare(self, loaded: LoadedModule) -> "JitExecutable":
         objects, meta = self.compile(loaded)
-        return JitExecutable(loaded, compiler.LoadedCode(objects), meta, self.call_pool())
+        return JitExecutable(loaded, loader.load(objects), meta, self.call_pool())
 
 
 def dispatch_threads(threads: int | None) -> int:
@@ -198,7 +199,7 @@ def function_groups(verified, parts: int) -> list[list[int]]:
 
 
 class JitExecutable:
-    def __init__(self, loaded: LoadedModule, code: compiler.LoadedCode, meta: dict, call_pool=None):
+    def __init__(self, loaded: LoadedModule, code: engine.JitModule, meta: dict, call_pool=None):
         self.loaded = loaded
         self.call_pool = call_pool  # lent to direct calls' split loops (JitBackend.split_calls_from)
         self.code = code
@@ -219,7 +220,7 @@ class JitExecutable:
         ids = runtime_type_ids(self.loaded.verified)
         if not ids:
             return
-        addr = self.code.engine.get_global_value_address(type_table_symbol(key))
+        addr = self.code.global_address(type_table_symbol(key))
         (ctypes.c_int32 * len(ids)).from_address(addr)[:] = ids
 
     @property

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..runtime.native import ir
 
 from ..runtime.native import mathlib
-from ..runtime.vm import nativelib
+from ..runtime.vm.symbols import prototype as runtime_prototype
 from ..verify.model import VerifiedModule
 from .emit.emitter import Emitter
 from .loops.versioning import NestVersioning
@@ -87,10 +87,10 @@ class ModuleLowering:
     # --- declarations used by the emitters ----------------------------------------------------
 
     def runtime(self, name: str) -> ir.Function:
-        """A native runtime function (runtime.vm.nativelib) or a libm function, declared once."""
+        """A native runtime function or callback (runtime.vm.symbols) or a libm function, declared once."""
         fn = self._runtime.get(name)
         if fn is None:
-            proto = nativelib.prototype(name)
+            proto = runtime_prototype(name)
             if proto is not None:
                 ret = _CTYPE_TO_IR[proto._restype_]
                 args = [_CTYPE_TO_IR[a] for a in proto._argtypes_]

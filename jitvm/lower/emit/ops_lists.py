@@ -10,7 +10,7 @@ from __future__ import annotations
 from ...frontend.handlers import OpHandlers
 from ...runtime.native import layout
 from ...runtime.vm import nativelib, traps
-from ...runtime.vm.listops import storage_for
+from ...runtime.vm.objects import storage_for
 from .types import F32, F64, I1, I8, I32, I64, PTR, const, offset_of
 
 lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS

@@ -38,12 +38,12 @@ def cache_dir() -> Path:
 @lru_cache(maxsize=1)
 def _sources_digest() -> str:
     """A digest of the code that decides what gets compiled: the reader, the verifier, the
-    lowering, and the runtime's layouts and native helpers the code links against (the
-    native modules do not shape compiled code)."""
+    lowering, and the runtime's layouts and native helpers the code links against, with
+    their IR templates (the native modules do not shape compiled code)."""
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
     for sub in ("lower", "runtime/native", "runtime/vm", "runtime/exec", "frontend", "verify"):
-        for path in sorted((root / sub).rglob("*.py")):
+        for path in sorted(p for p in (root / sub).rglob("*") if p.suffix in (".py", ".ll")):
             h.update(path.relative_to(root).as_posix().encode())
             h.update(path.read_bytes())
     return h.hexdigest()

@@ -1,4 +1,4 @@
-"""LLVM IR -> optimized machine code, and object code -> callable functions in this process.
+"""LLVM IR -> optimized machine code (what compile workers run; lower.llvm.loader links it).
 
 Lowered modules go through LLVM's standard optimization pipeline (no fast-math anywhere:
 the IR carries no such flags) and are emitted as object files, which the on-disk cache
@@ -7,15 +7,11 @@ stores; loading an object file into an MCJIT engine costs no compilation.
 
 from __future__ import annotations
 
-import threading
 from typing import Iterable
 
 import llvmlite.binding as llvm
 
-from ...runtime.vm import nativelib
 from ...runtime.native import target as targets
-
-_load_lock = threading.Lock()
 
 
 def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int = 2,
@@ -114,30 +110,3 @@ def has_loops_in(vf) -> bool:
             if f.kind == "cases" and any(vf.block_of_pc.get(t, 1 << 30) <= block.index for t, _ in value):
                 return True
     return False
-
-
-class LoadedCode:
-    """Object code linked into this process; keeps its engine (and the code) alive."""
-
-    def __init__(self, objects: list[bytes]):
-        nativelib.load()  # runtime symbols must exist before linking
-        from ...runtime.exec.workers import native
-
-        native()  # jv_parallel_for
-        with _load_lock:
-            host = targets.host()
-            empty = llvm.parse_assembly(f'target triple = "{host.triple}"\n')
-            # The engine takes ownership of its TargetMachine and frees it when disposed, so
-            # it gets a fresh one: handing it the shared cached machine left a dangling
-            # pointer for the next compile once a module's code was garbage collected.
-            engine = llvm.create_mcjit_compiler(empty, targets.machine.__wrapped__(host))
-            for obj in objects:
-                engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            engine.finalize_object()
-        self.engine = engine
-
-    def address(self, symbol: str) -> int:
-        addr = self.engine.get_function_address(symbol)
-        if not addr:
-            raise KeyError(f"symbol {symbol} not found in compiled code")
-        return addr

@@ -13,70 +13,35 @@ import ctypes
 import threading
 from contextlib import contextmanager
 
-import llvmlite.binding as llvm
+from ..native import engine, template
+from ..native import target as targets
 
-from ..vm.nativelib import initialize_llvm
-
-# (IR of get/set functions, bits that flush denormal inputs and results) per architecture
-_ARCHES = {
-    "x86_64": ("""
-declare void @llvm.x86.sse.stmxcsr(ptr)
-declare void @llvm.x86.sse.ldmxcsr(ptr)
-define i64 @jv_fpu_get() {
-  %p = alloca i32
-  call void @llvm.x86.sse.stmxcsr(ptr %p)
-  %v = load i32, ptr %p
-  %w = zext i32 %v to i64
-  ret i64 %w
+# The control-word bits that flush denormal inputs and results, per architecture with a
+# template fpu.<arch>.ll (elsewhere fpu.none.ll: stubs, nothing is flushed).
+FLUSH_BITS = {
+    "x86_64": (1 << 15) | (1 << 6),  # MXCSR.FTZ | MXCSR.DAZ
+    "aarch64": 1 << 24,  # FPCR.FZ
 }
-define void @jv_fpu_set(i64 %w) {
-  %p = alloca i32
-  %v = trunc i64 %w to i32
-  store i32 %v, ptr %p
-  call void @llvm.x86.sse.ldmxcsr(ptr %p)
-  ret void
-}
-""", (1 << 15) | (1 << 6)),  # MXCSR.FTZ | MXCSR.DAZ
-    "aarch64": ("""
-declare i64 @llvm.aarch64.get.fpcr()
-declare void @llvm.aarch64.set.fpcr(i64)
-define i64 @jv_fpu_get() {
-  %v = call i64 @llvm.aarch64.get.fpcr()
-  ret i64 %v
-}
-define void @jv_fpu_set(i64 %v) {
-  call void @llvm.aarch64.set.fpcr(i64 %v)
-  ret void
-}
-""", 1 << 24),  # FPCR.FZ
-}
+_GET, _SET = ctypes.CFUNCTYPE(ctypes.c_uint64), ctypes.CFUNCTYPE(None, ctypes.c_uint64)
 
 _lock = threading.Lock()
+_code = None  # the compiled functions (runtime.native.engine.JitModule)
 _fns = None  # (get, set, flush bits) once compiled; () when the architecture has no support
 
 
+def ir_text(arch: str) -> str:
+    """`jv_fpu_get`/`jv_fpu_set` for `arch`: its control word, or stubs where unknown."""
+    return template.render(__package__, f"fpu.{arch if arch in FLUSH_BITS else 'none'}.ll")
+
+
 def _compile():
-    global _fns
+    global _code, _fns
     with _lock:
-        if _fns is not None:
-            return _fns
-        initialize_llvm()
-        triple = llvm.get_process_triple()
-        arch = triple.split("-")[0]
-        if arch not in _ARCHES:
-            _fns = ()
-            return _fns
-        ir_text, bits = _ARCHES[arch]
-        mod = llvm.parse_assembly(ir_text)
-        mod.triple = triple
-        target = llvm.Target.from_triple(triple)
-        machine = target.create_target_machine(cpu=llvm.get_host_cpu_name(), reloc="default",
-                                               codemodel="jitdefault")  # owned by the engine
-        engine = llvm.create_mcjit_compiler(mod, machine)
-        engine.finalize_object()
-        get = ctypes.CFUNCTYPE(ctypes.c_uint64)(engine.get_function_address("jv_fpu_get"))
-        put = ctypes.CFUNCTYPE(None, ctypes.c_uint64)(engine.get_function_address("jv_fpu_set"))
-        _fns = (get, put, bits, engine)  # the engine keeps the code alive for the process
+        if _fns is None:
+            arch = targets.host().arch
+            _code = engine.jit_module(ir_text(arch), export=("jv_fpu_get", "jv_fpu_set"))
+            _fns = (_code.function("jv_fpu_get", _GET), _code.function("jv_fpu_set", _SET),
+                    FLUSH_BITS[arch]) if arch in FLUSH_BITS else ()
         return _fns
 
 
@@ -87,22 +52,8 @@ def flush_bits() -> int:
 
 
 def register_symbols() -> None:
-    """Makes `jv_fpu_get`/`jv_fpu_set` linkable from JIT-compiled code (no-ops if unsupported)."""
-    fns = _compile()
-    if fns:
-        llvm.add_symbol("jv_fpu_get", ctypes.cast(fns[0], ctypes.c_void_p).value)
-        llvm.add_symbol("jv_fpu_set", ctypes.cast(fns[1], ctypes.c_void_p).value)
-        return
-    stub = llvm.parse_assembly("define i64 @jv_fpu_get() { ret i64 0 }\ndefine void @jv_fpu_set(i64 %v) { ret void }")
-    engine = llvm.create_mcjit_compiler(stub, llvm.Target.from_triple(llvm.get_process_triple())
-                                        .create_target_machine(codemodel="jitdefault"))
-    engine.finalize_object()
-    _stubs.append(engine)
-    llvm.add_symbol("jv_fpu_get", engine.get_function_address("jv_fpu_get"))
-    llvm.add_symbol("jv_fpu_set", engine.get_function_address("jv_fpu_set"))
-
-
-_stubs: list = []
+    """Makes `jv_fpu_get`/`jv_fpu_set` linkable from JIT-compiled code (stubs if unsupported)."""
+    _compile()
 
 
 def state() -> int | None:
@@ -118,7 +69,7 @@ def denormals_flushed():
     if not fns:
         yield
         return
-    get, put, bits, _ = fns
+    get, put, bits = fns
     old = get()
     put(old | bits)
     try:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import ctypes
 import os
 
+from ..native.layout import CostT
 from ..vm import traps
 from ..vm.bytecode import describe_frame
-from . import fpu
+from . import fpu, replay, workers
 from .dispatch import Dispatch, PreparedDispatch, PreparedFill, SerialDispatchRunner
-from . import replay, workers
+from .nativecode import native
 
 SPARE_SEQUENCES = 4  # one-step sequences kept for Python dispatches (one per concurrent caller)
 
@@ -47,14 +48,14 @@ class NativeDispatchRunner:
         self.flush = fpu.flush_bits()
         self._pool = None  # started on the first dispatch that uses it
         self._serial = SerialDispatchRunner()
-        self._costs: dict[int, replay.CostT] = {}  # entry fn -> its measured cost
+        self._costs: dict[int, CostT] = {}  # entry fn -> its measured cost
         self._spare: list[replay.Sequence] = []
         self.last_threads = 0  # how many threads the last dispatch ran on
         self._targets: dict[int, tuple] = {}  # id(entry) -> (entry, (fn, ctx) or None)
         self._no_helpers = (None, None)
 
     def pool(self) -> workers.NativePool | None:
-        if self._pool is None and self.threads > 1 and workers.native().pooled:
+        if self._pool is None and self.threads > 1 and native().pooled:
             self._pool = workers.NativePool(self.threads - 1)
         return self._pool
 
@@ -75,7 +76,7 @@ class NativeDispatchRunner:
     def cost_address(self, fn: int) -> int:
         cost = self._costs.get(fn)
         if cost is None:
-            cost = self._costs.setdefault(fn, replay.CostT())
+            cost = self._costs.setdefault(fn, CostT())
         return ctypes.addressof(cost)
 
     def helper_locals(self, size: int):
@@ -138,7 +139,7 @@ class NativeDispatchRunner:
         held = pool.hold() if pool is not None else 0
         seq.struct.force, seq.struct.warm = self.force_threads, self.warm_pool
         try:
-            status = workers.native().run_steps(seq.address, bases, held)
+            status = native().run_steps(seq.address, bases, held)
         finally:
             if held:
                 pool.give_back()

@@ -113,6 +113,68 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("functions", "ptr"),  # native entry point per internal function (null: not compiled)
         ("function_count", "u64"),
     ],
+    # The executor's (runtime.exec). Fields named _* are padding: templates get no pointer to them.
+    # The words a dispatch pool's threads share: wake-up and completion, then the posted job.
+    "Pool": [
+        # First: split-loop guards read it branch-free (lower.loops.parallel): innermost
+        # iterations below which a loop nest is not split across the pool.
+        ("split_min_work", "u64"),
+        ("splits", "u64"),  # loops split so far (a statistic)
+        ("generation", "u32"), ("generation_sleepers", "u32"),
+        ("gate", "u32"), ("gate_sleepers", "u32"),  # threads inside | closed
+        ("shutdown", "u32"), ("threads", "u32"),  # shares in the posted dispatch
+        ("spin_ns", "u64"),
+        ("fn", "ptr"), ("ctx", "ptr"), ("consts", "ptr"), ("bindings", "ptr"),
+        ("cx", "u32"), ("cy", "u32"), ("cz", "u32"), ("stop", "i32"),
+        ("next", "u64"), ("total", "u64"), ("flush", "u64"), ("chunk", "u64"),
+        ("locals", "ptr"), ("traps", "ptr"),  # per share: ptr arrays
+        ("failed", "ptr"), ("statuses", "ptr"),  # per share: u64 and i32 arrays
+        # A split loop (kind 1) instead of a grid (kind 0): body(state, [lo, hi], env, trap)
+        # over iterations start + i * step, i < total, the last chunk ending at bound.
+        ("kind", "u32"), ("_pad3", "u32"),
+        ("body", "ptr"), ("state", "ptr"), ("env", "ptr"), ("loop_trap", "ptr"),
+        ("start", "i64"), ("step", "i64"), ("bound", "i64"),
+    ],
+    # Measured seconds per workgroup of one entry: on the calling thread alone, on all.
+    "Cost": [
+        ("runs", "u64"), ("one", "f64"), ("many", "f64"), ("has_one", "u32"), ("has_many", "u32"),
+        ("next_probe", "u64"), ("interval", "u64"), ("best", "u32"), ("_pad", "u32"),
+    ],
+    # A binding view to repoint: data = bases[slot] + offset (slot -1: offset is the address).
+    "View": [
+        ("view", "ptr"), ("slot", "i64"), ("offset", "u64"), ("length", "u64"), ("access", "u32"),
+        ("_pad", "u32"),
+    ],
+    # One dispatch of a native sequence: the VMVX entry's arguments and where its views point.
+    # `owned`: the arguments belong to the sequence (local memory is zeroed first, the
+    # kernel's use of them checked after); a single dispatch from Python brings its own. A
+    # fill instead when `fill_width` (1, 2, 4 or 8) is set: `pattern` over its one view's range.
+    "Step": [
+        ("fn", "ptr"), ("ctx", "ptr"), ("consts", "ptr"), ("bindings", "ptr"), ("local", "ptr"),
+        ("local_data", "ptr"), ("local_size", "u64"), ("helper_locals", "ptr"), ("helper_data", "ptr"),
+        ("cost", "ptr"), ("views", "ptr"), ("view_count", "u64"), ("total", "u64"),
+        ("cx", "u32"), ("cy", "u32"), ("cz", "u32"), ("owned", "u32"), ("touched", "u32"),
+        ("fill_width", "u32"), ("pattern", "u64"), ("ran_on", "u32"), ("_pad", "u32"),
+    ],
+    # Steps and what running them needs: per share (thread) a trap record, the lowest failing
+    # workgroup and the status, and the local memory handed to the pool.
+    "Sequence": [
+        ("steps", "ptr"), ("count", "u64"), ("threads", "u32"), ("force", "u32"), ("flush", "u64"),
+        ("traps", "ptr"), ("failed", "ptr"), ("statuses", "ptr"), ("locals", "ptr"),
+        ("failed_step", "u64"), ("last_threads", "u32"), ("touched", "u32"), ("warm", "u32"),
+        # Whether the last run posted work to the pool or split a loop on it: only then
+        # does the next run wake the pool first (a woken thread spins, and on this VM a
+        # spinning sibling slowed one-thread sequences by 20-45%).
+        ("used_pool", "u32"),
+    ],
+    # One kernel call of the opt-in workgroup trace (runtime.exec.trace).
+    "TraceRecord": [
+        ("thread", "i64"),  # pthread_self()
+        ("kind", "i64"),  # a workgroup (trace.GRID) or a chunk of a split loop (trace.SPLIT)
+        ("index", "i64"),  # the workgroup's linear index, or the chunk's first iteration
+        ("start_ns", "i64"), ("end_ns", "i64"),  # CLOCK_MONOTONIC
+        ("function", "i64"),  # the address called
+    ],
 }
 
 # Object.flags / Buffer.access / List.mode / Variant.tag values shared by both backends.
@@ -162,6 +224,12 @@ FrameT = CTYPES["Frame"]
 TrapT = CTYPES["Trap"]
 ImportT = CTYPES["Import"]
 ModuleStateT = CTYPES["ModuleState"]
+PoolT = CTYPES["Pool"]
+CostT = CTYPES["Cost"]
+ViewT = CTYPES["View"]
+StepT = CTYPES["Step"]
+SequenceT = CTYPES["Sequence"]
+TraceRecordT = CTYPES["TraceRecord"]
 
 
 def field(struct: str, name: str) -> FieldInfo:

@@ -19,6 +19,8 @@ import ctypes.util
 import platform
 from functools import lru_cache
 
+from . import engine
+
 _C = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
       "long": ctypes.c_long, "llong": ctypes.c_longlong}
 
@@ -82,7 +84,4 @@ def function(name: str):
 
 def register_symbols() -> None:
     """Makes JIT-compiled code's libm calls resolve to the same addresses as `function`."""
-    import llvmlite.binding as llvm
-
-    for name in FUNCTIONS:
-        llvm.add_symbol(name, address(name))
+    engine.provide({name: address(name) for name in FUNCTIONS})

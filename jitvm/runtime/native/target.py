@@ -11,7 +11,12 @@ from functools import lru_cache
 
 import llvmlite.binding as llvm
 
-from ..vm.nativelib import initialize_llvm
+
+
+def initialize_llvm() -> None:
+    """Initializes LLVM's native target once per process (idempotent)."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
 
 
 @dataclass(frozen=True)
@@ -52,9 +57,9 @@ def parse(name: str | None) -> Target:
     raise ValueError(f"unknown target {name!r}; known: host, {', '.join(CROSS)}, or an LLVM triple")
 
 
-@lru_cache(maxsize=None)
-def machine(target: Target, opt: int = 2, jit: bool = True):
-    """An llvmlite TargetMachine for `target` (all LLVM targets are initialized on demand)."""
+def new_machine(target: Target, opt: int = 2, jit: bool = True):
+    """A TargetMachine of its own: what an MCJIT engine needs (runtime.native.engine), since
+    the engine takes ownership of its machine and frees it when disposed."""
     initialize_llvm()
     if target != host():
         llvm.initialize_all_targets()
@@ -63,3 +68,7 @@ def machine(target: Target, opt: int = 2, jit: bool = True):
     return t.create_target_machine(cpu=target.cpu, features=target.features, opt=opt,
                                    reloc="default" if jit else "pic",
                                    codemodel="jitdefault" if jit else "default")
+
+
+# Machines for compiling to object code and assembly, shared (never handed to an engine).
+machine = lru_cache(maxsize=None)(new_machine)

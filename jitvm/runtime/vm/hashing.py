@@ -6,6 +6,7 @@ JIT-compiled code calls it through the native symbol `jv_siphash24`.
 
 from __future__ import annotations
 
+import ctypes
 import struct
 
 _M = 0xFFFFFFFFFFFFFFFF
@@ -52,3 +53,13 @@ def siphash24(data: bytes, k0: int = _K0, k1: int = _K1) -> int:
         v0, v1, v2, v3 = _round(v0, v1, v2, v3)
     h = v0 ^ v1 ^ v2 ^ v3
     return h - (1 << 64) if h >> 63 else h
+
+
+def _native_siphash24(ptr: int, length: int) -> int:
+    return siphash24(ctypes.string_at(ptr, length) if length else b"")
+
+
+# Name -> (ctypes prototype, implementation) of the callback (linked by runtime.vm.symbols).
+CALLBACKS = {
+    "jv_siphash24": (ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_uint64), _native_siphash24),
+}

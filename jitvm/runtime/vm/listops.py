@@ -176,21 +176,6 @@ def _type_of(obj: int) -> int:
     return ctypes.c_uint32.from_address(obj + layout.field("Object", "type_id").offset).value
 
 
-def storage_for(vm_type) -> tuple[int, int, int]:
-    """(mode, element type, element size) of a list whose element type is `vm_type`.
-
-    Value types are stored densely, ref types as pointers; `!vm.opaque` (and `?`) lists
-    hold variants, as IREE decides from the element type.
-    """
-    from .objects import register_type
-
-    if vm_type is None or vm_type.kind == "opaque":
-        return layout.LIST_VARIANT, 0, layout.sizeof("Variant")
-    if vm_type.kind == "value":
-        return layout.LIST_VALUE, layout.VALUE_CODES[vm_type.value], layout.VALUE_SIZES[vm_type.value]
-    return layout.LIST_REF, register_type(vm_type.ref), 8
-
-
 # --- native entry points for JIT-compiled code ------------------------------------------------
 # Each takes the trap record first and returns 0 or the status of the Trap it parked there.
 
@@ -224,9 +209,10 @@ def _native_set_ref(lst, index, obj, is_move):
 
 
 _I32, _U32, _U64, _P = ctypes.c_int32, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_void_p
-nativelib.CALLBACKS.update({
+# Name -> (ctypes prototype, implementation) of the callbacks (linked by runtime.vm.symbols).
+CALLBACKS = {
     "jv_list_get_value": (ctypes.CFUNCTYPE(_I32, _P, _P, _U32, _U32, _P), _guard(_native_get_value)),
     "jv_list_set_value": (ctypes.CFUNCTYPE(_I32, _P, _P, _U32, _U32, _U64), _guard(_native_set_value)),
     "jv_list_get_ref": (ctypes.CFUNCTYPE(_I32, _P, _P, _U32, _U32, _U32, _P), _guard(_native_get_ref)),
     "jv_list_set_ref": (ctypes.CFUNCTYPE(_I32, _P, _P, _U32, _P, _U32), _guard(_native_set_ref)),
-})
+}

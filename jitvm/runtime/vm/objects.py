@@ -207,6 +207,19 @@ class VmBuffer(Ref):
         return buf
 
 
+def storage_for(vm_type) -> tuple[int, int, int]:
+    """(mode, element type, element size) of a list whose element type is `vm_type`.
+
+    Value types are stored densely, ref types as pointers; `!vm.opaque` (and `?`) lists
+    hold variants, as IREE decides from the element type.
+    """
+    if vm_type is None or vm_type.kind == "opaque":
+        return layout.LIST_VARIANT, 0, layout.sizeof("Variant")
+    if vm_type.kind == "value":
+        return layout.LIST_VALUE, layout.VALUE_CODES[vm_type.value], layout.VALUE_SIZES[vm_type.value]
+    return layout.LIST_REF, register_type(vm_type.ref), 8
+
+
 _VALUE_FORMATS = {"i8": "<b", "i16": "<h", "i32": "<i", "i64": "<q", "f32": "<f", "f64": "<d"}
 
 
@@ -233,8 +246,6 @@ class VmList(Ref):
     @classmethod
     def allocate(cls, element: "vm_types.VmType | str | None", capacity: int = 0) -> "VmList":
         """A list of `element` (a value type name, a ref VmType, or None for variants)."""
-        from .listops import storage_for
-
         if isinstance(element, str):
             element = vm_types.parse_type(element)
         mode, etype, esize = storage_for(element)
