@@ -1,7 +1,8 @@
 """Per-op lowering handlers, registered against the ISA table's op names.
 
 Each handler is `handler(emitter, instruction)` and lives next to the semantics of its op
-family (lower/ops_*.py). `missing()` names ops nobody lowers; a test keeps it empty.
+family (lower/emit/ops_*.py). `missing()` names ops nobody lowers;
+tests/test_isa_coverage.py keeps it empty.
 """
 
 from __future__ import annotations

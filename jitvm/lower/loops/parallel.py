@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from ...frontend import isa
 from .jam import _in_region, _no_carried_registers, pure_region
-from .analysis import ZERO, Loop, Nest, entry_constants, innermost_paths, remap_moves, static_trips, successors, written_slots
+from .analysis import (BR, ZERO, Loop, Nest, entry_constants, innermost_paths, remap_moves, static_trips,
+                       successors, written_slots)
 
 
 @dataclass(frozen=True)
@@ -121,7 +122,7 @@ def _reads_writes(ins):
     reads: list[int] = []
     writes: list[int] = []
     refs: list[int] = []
-    single_edge = ins.op.name == "br"
+    single_edge = ins.op is BR
     for f, value in zip(ins.op.fields, ins.args):
         if f.kind == isa.REG:
             if value.is_ref:
