@@ -7,25 +7,19 @@ clone and length use bytes. Null (or non-buffer) operands fail with INVALID_ARGU
 
 from __future__ import annotations
 
+from ..frontend import isa
 from ..frontend.handlers import OpHandlers
 from .ops_control import store_ref
 
 handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
-# op -> (element width, view letter of the element, register bank of the value)
-_LOADS = {
-    "buffer.load.i8.u": (1, "B", "i32"), "buffer.load.i8.s": (1, "b", "i32"),
-    "buffer.load.i16.u": (2, "H", "i32"), "buffer.load.i16.s": (2, "h", "i32"),
-    "buffer.load.i32": (4, "I", "i32"), "buffer.load.i64": (8, "Q", "i64"),
-    "buffer.load.f32": (4, "I", "f32"), "buffer.load.f64": (8, "Q", "f64"),
-}
-_STORES = {
-    "buffer.store.i8": (1, "B", "i32"), "buffer.store.i16": (2, "H", "i32"),
-    "buffer.store.i32": (4, "I", "i32"), "buffer.store.i64": (8, "Q", "i64"),
-    "buffer.store.f32": (4, "I", "f32"), "buffer.store.f64": (8, "Q", "f64"),
-}
-_FILLS = {"buffer.fill.i8": 1, "buffer.fill.i16": 2, "buffer.fill.i32": 4, "buffer.fill.i64": 8,
-          "buffer.fill.f32": 4, "buffer.fill.f64": 8}
+_LETTER = {1: "B", 2: "H", 4: "I", 8: "Q"}  # BufferView's unsigned view of elements of each width
+
+
+def _letter(access: isa.Access) -> str:
+    """The view an element moves through: signed for sign-extending loads, else as bits."""
+    letter = _LETTER[access.width]
+    return letter.lower() if access.signed else letter
 
 
 def open_view(e, reg, what: str) -> str:
@@ -44,46 +38,41 @@ def open_view(e, reg, what: str) -> str:
     return local
 
 
-def _load(width: int, letter: str, bank: str):
-    def emit(e, ins):
-        v = open_view(e, ins["source_buffer"], "source_buffer")
-        e.line(f"o = {e.i64(ins['source_offset'])}")
-        with e.indented(f"if 0 <= o < {v}.n{width}:"):
-            out = e.i32(ins["result"]) if letter in ("b", "h") else e.bits(ins["result"], bank)
-            e.line(f"{out} = {v}.{letter}[o]")
-        with e.indented("else:"):
-            e.raise_(f"OOB({v}, o, {width})")
-    return emit
+def _load(e, ins):
+    access, bank = ins.op.access, ins.op.type
+    width, letter = access.width, _letter(access)
+    v = open_view(e, ins["source_buffer"], "source_buffer")
+    e.line(f"o = {e.i64(ins['source_offset'])}")
+    with e.indented(f"if 0 <= o < {v}.n{width}:"):
+        out = e.i32(ins["result"]) if access.signed else e.bits(ins["result"], bank)
+        e.line(f"{out} = {v}.{letter}[o]")
+    with e.indented("else:"):
+        e.raise_(f"OOB({v}, o, {width})")
 
 
-def _store(width: int, letter: str, bank: str):
-    def emit(e, ins):
-        v = open_view(e, ins["target_buffer"], "target_buffer")
-        e.line(f"o = {e.i64(ins['target_offset'])}")
-        value = e.bits(ins["value"], bank)
-        if width < 4:
-            value = f"{value} & {(1 << (8 * width)) - 1:#x}"
-        with e.indented(f"if 0 <= o < {v}.w{width}:"):
-            e.line(f"{v}.{letter}[o] = {value}")
-        with e.indented("else:"):
-            e.raise_(f"STF({v}, o, {width})")
-    return emit
+def _store(e, ins):
+    access, bank = ins.op.access, ins.op.type
+    width, letter = access.width, _letter(access)
+    v = open_view(e, ins["target_buffer"], "target_buffer")
+    e.line(f"o = {e.i64(ins['target_offset'])}")
+    value = e.bits(ins["value"], bank)
+    if access.narrow:
+        value = f"{value} & {(1 << (8 * width)) - 1:#x}"
+    with e.indented(f"if 0 <= o < {v}.w{width}:"):
+        e.line(f"{v}.{letter}[o] = {value}")
+    with e.indented("else:"):
+        e.raise_(f"STF({v}, o, {width})")
 
 
-def _fill(width: int):
-    def emit(e, ins):
-        bank = ins.op.type
-        e.line(f"BFILL(stk, {e.ref(ins['target_buffer'])}, {e.i64(ins['target_offset'])}, "
-               f"{e.i64(ins['length'])}, {e.bits(ins['value'], bank)}, {width})")
-    return emit
+def _fill(e, ins):
+    e.line(f"BFILL(stk, {e.ref(ins['target_buffer'])}, {e.i64(ins['target_offset'])}, "
+           f"{e.i64(ins['length'])}, {e.bits(ins['value'], ins.op.type)}, {ins.op.access.width})")
 
 
-for _n, _spec in _LOADS.items():
-    handles(_n)(_load(*_spec))
-for _n, _spec in _STORES.items():
-    handles(_n)(_store(*_spec))
-for _n, _w in _FILLS.items():
-    handles(_n)(_fill(_w))
+_HANDLER = {isa.LOAD: _load, isa.STORE: _store, isa.FILL: _fill}
+for _op in isa.OPS.values():
+    if _op.kind == isa.BUFFERS and _op.access is not None:
+        handles(_op.name)(_HANDLER[_op.access.action])
 
 
 @handles("buffer.length")

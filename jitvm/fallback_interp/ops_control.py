@@ -138,7 +138,7 @@ def emit_call(e, ins) -> None:
     site = e.vf.calls[e.index]
     args = _arguments(e, site.arg_codes, ins["operands"])
     if site.is_import:
-        segments = ins["segment_sizes"] if ins.op.name.startswith("call.variadic") else None
+        segments = ins["segment_sizes"] if ins.op.call.variadic else None
         callee = e.env(f"CS{e.ordinal}_{e.index}", ("call", site, segments))
     else:
         callee = f"f{site.callee}"

@@ -11,21 +11,20 @@ bit moves the reference out of the global.
 
 from __future__ import annotations
 
+from ..frontend import isa
 from ..frontend.handlers import OpHandlers
 from .ops_control import store_ref
 from .ops_refs import check_type
 
 handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
 
-_WIDTH = {"i32": 4, "f32": 4, "i64": 8, "f64": 8}
-
 
 def _rw(e, fmt: str) -> str:
     return e.env(f"RW{fmt}", ("rwdata", fmt))
 
 
-def _word(e, ty: str) -> tuple[str, int]:
-    w = _WIDTH[ty]
+def _word(e, ins) -> tuple[str, int]:
+    w = ins.op.access.width
     return _rw(e, "U" if w == 4 else "K"), w
 
 
@@ -33,10 +32,9 @@ def _bits(e, reg, ty: str) -> str:
     return e.bits(reg, ty)
 
 
-@handles("global.load.i32", "global.load.i64", "global.load.f32", "global.load.f64")
 def _load(e, ins):
     ty = ins.op.type
-    view, w = _word(e, ty)
+    view, w = _word(e, ins)
     k = ins["byte_offset"]
     if k % w:
         e.line(f"{_bits(e, ins['result'], ty)} = int.from_bytes({_rw(e, 'B')}[{k}:{k + w}], 'little')")
@@ -44,10 +42,9 @@ def _load(e, ins):
         e.line(f"{_bits(e, ins['result'], ty)} = {view}[{k // w}]")
 
 
-@handles("global.store.i32", "global.store.i64", "global.store.f32", "global.store.f64")
 def _store(e, ins):
     ty = ins.op.type
-    view, w = _word(e, ty)
+    view, w = _word(e, ins)
     k = ins["byte_offset"]
     if k % w:
         e.line(f"{_rw(e, 'B')}[{k}:{k + w}] = {_bits(e, ins['value'], ty)}.to_bytes({w}, 'little')")
@@ -62,22 +59,18 @@ def _indirect_offset(e, reg, w: int) -> None:
         e.raise_(f"TRAP(K_GLOBAL_OUT_OF_RANGE, o, {size})")
 
 
-@handles("global.load.indirect.i32", "global.load.indirect.i64", "global.load.indirect.f32",
-         "global.load.indirect.f64")
 def _load_indirect(e, ins):
     ty = ins.op.type
-    view, w = _word(e, ty)
+    view, w = _word(e, ins)
     _indirect_offset(e, ins["byte_offset"], w)
     raw = _rw(e, "B")
     e.line(f"{_bits(e, ins['result'], ty)} = {view}[o >> {w.bit_length() - 1}] if not o & {w - 1} "
            f"else int.from_bytes({raw}[o:o + {w}], 'little')")
 
 
-@handles("global.store.indirect.i32", "global.store.indirect.i64", "global.store.indirect.f32",
-         "global.store.indirect.f64")
 def _store_indirect(e, ins):
     ty = ins.op.type
-    view, w = _word(e, ty)
+    view, w = _word(e, ins)
     _indirect_offset(e, ins["byte_offset"], w)
     value = _bits(e, ins["value"], ty)
     with e.indented(f"if o & {w - 1}:"):
@@ -86,12 +79,19 @@ def _store_indirect(e, ins):
         e.line(f"{view}[o >> {w.bit_length() - 1}] = {value}")
 
 
+_VALUE_HANDLER = {(isa.LOAD, False): _load, (isa.STORE, False): _store,
+                  (isa.LOAD, True): _load_indirect, (isa.STORE, True): _store_indirect}
+for _op in isa.OPS.values():
+    if _op.kind == isa.GLOBALS and _op.access.element != "ref":
+        handles(_op.name)(_VALUE_HANDLER[_op.access.action, _op.access.indirect])
+
+
 # --- ref globals ----------------------------------------------------------------------------------
 
 def _ref_slot(e, ins, field: str) -> str:
     """The ref-table index expression of a ref global access (checked when indirect)."""
     table = e.env("GR", ("refs",))
-    if "indirect" not in ins.op.name:
+    if not ins.op.access.indirect:
         return f"{table}[{ins[field]}]"
     count = e.env("GRN", ("ref_count",))
     e.line(f"g = {e.u32(ins[field])}")

@@ -2,8 +2,8 @@
 
 A handler is `handler(emitter, instruction)`: it writes the Python statements that execute
 one instruction (see codegen.FunctionEmitter) and lives next to the semantics of its op
-family (fallback_interp/ops_*.py). `HANDLERS.missing()` names ops nobody handles; a test
-keeps it empty.
+family (fallback_interp/ops_*.py). `HANDLERS.missing()` names ops nobody handles;
+tests/test_isa_coverage.py keeps it empty.
 """
 
 from __future__ import annotations

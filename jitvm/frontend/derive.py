@@ -12,6 +12,7 @@ from .cconv import CallingConvention, argument_registers, parse_cconv
 from .disasm import IMPORT_BIT
 
 _WIDE = ("i64", "f64")
+_RETURN = isa.op("return")  # its value list is typed by the function's own results
 _WIDTH_OF_CODE = {"i": 1, "f": 1, "I": 2, "F": 2}
 
 
@@ -73,14 +74,14 @@ def register_demand(instructions, cconv: CallingConvention | None = None, cconv_
     for ins in instructions:
         op = ins.op
         arg_codes = result_codes = ()
-        if any(f.kind == isa.FUNC for f in op.fields) and op.family.startswith("call"):
+        if op.call is not None:
             arg_codes, result_codes = _callee_codes(ins, cconv_of)
         for f, value in zip(op.fields, ins.args):
             k = f.kind
             if k == isa.REG:
                 d.reg(value)
             elif k == isa.REGS:
-                if op.family == "return":
+                if op is _RETURN:
                     d.typed(value, results)
                 elif f.name == "operands":
                     d.typed(value, arg_codes)

@@ -6,7 +6,9 @@ follow IREE's bytecode format; the layout of the table is jitvm's own.
 
 Operands are `Field`s in wire order. Register fields name their bank (i32, i64, f32, f64,
 ref) and whether they are written; the dump form is a template over field names, rendered
-by `disasm`.
+by `disasm`. Each row also says what the op does (`Sem`: its kind, whether it may trap or
+ends a block, the memory it accesses, how it calls), so analyses and backends ask the table
+instead of keeping lists of op names.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 from .module import FEATURE_BITS
 
@@ -38,6 +41,67 @@ FEATURE_OF_SET = {CORE: 0, EXT_F32: FEATURE_BITS["EXT_F32"], EXT_F64: FEATURE_BI
 BLOCK_MARKER = 0x79
 
 BANK_WIDTH = {"i32": 4, "f32": 4, "i64": 8, "f64": 8}
+ELEMENT_WIDTH = {"i8": 1, "i16": 2, **BANK_WIDTH}  # bytes of a value in memory
+
+# Op.kind, what an op does. The first five compute register results from register operands
+# and nothing else (Op.pure); the others touch memory, objects, control or other functions.
+ARITH = "arith"  # integer and float arithmetic, bit operations, shifts, math functions
+CAST = "cast"  # a value converted to another type or width (trunc, ext, cast, bitcast)
+COMPARE = "compare"  # an i32 0 or 1 from one or two operands
+CONST = "const"  # an inline constant or a zero
+SELECT = "select"  # an operand chosen by a condition (select) or an index (switch)
+GLOBALS = "globals"  # module globals: rwdata bytes and the ref table (Op.access)
+BUFFERS = "buffers"  # vm.buffer objects; element loads, stores and fills carry an Op.access
+LISTS = "lists"  # vm.list objects
+REFS = "refs"  # ref registers: rodata refs, assignment, checked casts, discards
+CONTROL = "control"  # block markers, branches, return, fail, yield, break
+CALLS = "calls"  # calls (Op.call) and import.resolved
+DEBUG = "debug"  # trace and print
+PURE_KINDS = frozenset({ARITH, CAST, COMPARE, CONST, SELECT})
+
+LOAD, STORE, FILL = "load", "store", "fill"  # Access.action
+
+
+@dataclass(frozen=True)
+class Access:
+    """A value moved between a register of the op's type and memory: elements of a buffer
+    (offsets count elements) or a global (offsets count rwdata bytes; refs, table slots).
+
+    i8 and i16 elements live in i32 registers: loads extend them (sign- or zero- as
+    `signed` says), stores and fills keep the register's low bits."""
+
+    action: str  # LOAD, STORE or FILL (a store of one value over a range of elements)
+    element: str  # the type in memory: i8, i16, i32, i64, f32, f64 or ref
+    signed: bool | None = None  # loads of i8/i16: sign-extended (True) or zero-extended (False)
+    indirect: bool = False  # globals: the offset is in a register and checked when the op runs
+
+    @property
+    def width(self) -> int | None:
+        """Bytes of one element (None for refs)."""
+        return ELEMENT_WIDTH.get(self.element)
+
+    @property
+    def narrow(self) -> bool:
+        """Narrower than its register: extended by loads, truncated by stores and fills."""
+        return self.element in ("i8", "i16")
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call: its operand and result lists are typed by the callee's calling convention."""
+
+    variadic: bool = False  # segment sizes expand the callee's variadic spans; imports only
+    yieldable: bool = False  # the callee may yield; the op ends its block, resuming at dest_pc
+
+
+class Sem(NamedTuple):
+    """A row's semantic columns, which become the Op's fields of the same names."""
+
+    kind: str
+    traps: bool = False
+    terminator: bool = False
+    access: Access | None = None
+    call: Call | None = None
 
 
 @dataclass(frozen=True)
@@ -58,7 +122,17 @@ class Op:
     type: str | None  # the family's value type ("i32", "f64", "ref"), if any
     fields: tuple[Field, ...]
     form: str  # dump template
-    terminator: bool = False
+    kind: str  # ARITH, CAST, COMPARE, CONST, SELECT, GLOBALS, BUFFERS, LISTS, REFS, CONTROL, CALLS, DEBUG
+    traps: bool = False  # may stop the program with a status for some operands or state
+    terminator: bool = False  # ends its block
+    access: Access | None = None  # loads, stores and fills of buffer elements and globals
+    call: Call | None = None  # calls to functions and imports
+
+    @property
+    def pure(self) -> bool:
+        """Computes its register results from its register operands and immediates alone
+        (and clears the ref operands it moves from): no memory, objects, control or calls."""
+        return self.kind in PURE_KINDS
 
     @property
     def mnemonic(self) -> str:
@@ -251,171 +325,209 @@ _branch_table = _fixed(
     "{mnemonic} {index} {{ default: {default_dest_pc}({default_operands}){cases} }}")
 
 
+# --- semantic columns shared by many rows -------------------------------------------------
+
+_ARITH, _CAST, _COMPARE, _CONST, _SELECT = Sem(ARITH), Sem(CAST), Sem(COMPARE), Sem(CONST), Sem(SELECT)
+_DIVISION = Sem(ARITH, traps=True)  # integer division: by zero, and INT_MIN / -1 when signed
+_CHECKED_SELECT = Sem(SELECT, traps=True)  # ref selects check the chosen ref's type
+_LIST = Sem(LISTS, traps=True)  # null lists, indices out of range, element types
+_BUFFER = Sem(BUFFERS, traps=True)  # null buffers, ranges, read-only targets, allocation
+_JUMP = Sem(CONTROL, terminator=True)
+
+
+def _global(action: str, element: str, indirect: bool = False) -> Sem:
+    # Direct value offsets are proven by the verifier; indirect ones and ref types are checked.
+    return Sem(GLOBALS, traps=indirect or element == "ref", access=Access(action, element, indirect=indirect))
+
+
+def _buffer(action: str, element: str, signed: bool | None = None) -> Sem:
+    return Sem(BUFFERS, traps=True, access=Access(action, element, signed))
+
+
+def _calls(variadic: bool = False, yieldable: bool = False) -> Sem:
+    return Sem(CALLS, traps=True, terminator=yieldable, call=Call(variadic, yieldable))
+
+
 # --- the table ----------------------------------------------------------------------------
-# (code, name, family, type-or-(src, dst), fields+form builder)
+# (code, name, family, type-or-(src, dst), fields+form builder, semantic columns)
+
+def _global_rows(base: int, ty: str):
+    """The four value-global ops of type `ty`, from opcode `base` (core and both extensions)."""
+    return [(base, f"global.load.{ty}", "global_load", ty, _global_load, _global(LOAD, ty)),
+            (base + 1, f"global.store.{ty}", "global_store", ty, _global_store, _global(STORE, ty)),
+            (base + 2, f"global.load.indirect.{ty}", "global_load_indirect", ty, _global_load_indirect,
+             _global(LOAD, ty, indirect=True)),
+            (base + 3, f"global.store.indirect.{ty}", "global_store_indirect", ty, _global_store_indirect,
+             _global(STORE, ty, indirect=True))]
+
 
 def _core_table():
-    t = []
-    for base, ty in ((0x00, "i32"), (0x04, "i64")):
-        t += [(base, f"global.load.{ty}", "global_load", ty, _global_load),
-              (base + 1, f"global.store.{ty}", "global_store", ty, _global_store),
-              (base + 2, f"global.load.indirect.{ty}", "global_load_indirect", ty, _global_load_indirect),
-              (base + 3, f"global.store.indirect.{ty}", "global_store_indirect", ty, _global_store_indirect)]
+    t = _global_rows(0x00, "i32") + _global_rows(0x04, "i64")
     t += [
         (0x08, "global.load.ref", "global_load", "ref", _fixed(
             (Field("global", GLOBAL, "ref"), Field("type_def", TYPE), _r("value", "ref", True, True)),
-            "{value} = {mnemonic} .refs[{global}] : {type_def}")),
+            "{value} = {mnemonic} .refs[{global}] : {type_def}"), _global(LOAD, "ref")),
         (0x09, "global.store.ref", "global_store", "ref", _fixed(
             (Field("global", GLOBAL, "ref"), Field("type_def", TYPE), _r("value", "ref", False, True)),
-            "{mnemonic} {value}, .refs[{global}] : {type_def}")),
+            "{mnemonic} {value}, .refs[{global}] : {type_def}"), _global(STORE, "ref")),
         (0x0A, "global.load.indirect.ref", "global_load_indirect", "ref", _fixed(
             (_r("global", "i32"), Field("type_def", TYPE), _r("value", "ref", True, True)),
-            "{value} = {mnemonic} .refs[{global}] : {type_def}")),
+            "{value} = {mnemonic} .refs[{global}] : {type_def}"), _global(LOAD, "ref", indirect=True)),
         (0x0B, "global.store.indirect.ref", "global_store_indirect", "ref", _fixed(
             (_r("global", "i32"), Field("type_def", TYPE), _r("value", "ref", False, True)),
-            "{mnemonic} {value}, .refs[{global}] : {type_def}")),
-        (0x0C, "const.i32.zero", "zero", "i32", _zero),
-        (0x0D, "const.i32", "const", "i32", _const),
-        (0x0E, "const.i64.zero", "zero", "i64", _zero),
-        (0x0F, "const.i64", "const", "i64", _const),
-        (0x10, "const.ref.zero", "zero", "ref", _fixed((_r("result", "ref", True, True),), "{result} = {mnemonic}")),
+            "{mnemonic} {value}, .refs[{global}] : {type_def}"), _global(STORE, "ref", indirect=True)),
+        (0x0C, "const.i32.zero", "zero", "i32", _zero, _CONST),
+        (0x0D, "const.i32", "const", "i32", _const, _CONST),
+        (0x0E, "const.i64.zero", "zero", "i64", _zero, _CONST),
+        (0x0F, "const.i64", "const", "i64", _const, _CONST),
+        (0x10, "const.ref.zero", "zero", "ref", _fixed((_r("result", "ref", True, True),), "{result} = {mnemonic}"),
+         _CONST),
         (0x11, "const.ref.rodata", "const_rodata", "ref", _fixed(
             (Field("rodata", RODATA), _r("value", "ref", True, True)),
-            "{value} = {mnemonic} {rodata}  // {rodata:size}")),
+            "{value} = {mnemonic} {rodata}  // {rodata:size}"), Sem(REFS)),
         (0x12, "list.alloc", "list_alloc", "ref", _fixed(
             (Field("element_type", TYPE), _r("initial_capacity", "i32"), _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {initial_capacity} : !vm.list<{element_type}>")),
+            "{result} = {mnemonic} {initial_capacity} : !vm.list<{element_type}>"), _LIST),
         (0x13, "list.reserve", "list_reserve", "ref", _fixed(
-            (_r("list", "ref"), _r("minimum_capacity", "i32")), "{mnemonic} {list}, {minimum_capacity}")),
+            (_r("list", "ref"), _r("minimum_capacity", "i32")), "{mnemonic} {list}, {minimum_capacity}"), _LIST),
         (0x14, "list.size", "list_size", "ref", _fixed(
-            (_r("list", "ref"), _r("result", "i32", True)), "{result} = {mnemonic} {list}")),
+            (_r("list", "ref"), _r("result", "i32", True)), "{result} = {mnemonic} {list}"), _LIST),
         (0x15, "list.resize", "list_resize", "ref", _fixed(
-            (_r("list", "ref"), _r("new_size", "i32")), "{mnemonic} {list}, {new_size}")),
-        (0x16, "list.get.i32", "list_get", "i32", _list_get),
-        (0x17, "list.set.i32", "list_set", "i32", _list_set),
-        (0x18, "list.get.i64", "list_get", "i64", _list_get),
-        (0x19, "list.set.i64", "list_set", "i64", _list_set),
+            (_r("list", "ref"), _r("new_size", "i32")), "{mnemonic} {list}, {new_size}"), _LIST),
+        (0x16, "list.get.i32", "list_get", "i32", _list_get, _LIST),
+        (0x17, "list.set.i32", "list_set", "i32", _list_set, _LIST),
+        (0x18, "list.get.i64", "list_get", "i64", _list_get, _LIST),
+        (0x19, "list.set.i64", "list_set", "i64", _list_set, _LIST),
         (0x1A, "list.get.ref", "list_get", "ref", _fixed(
             (_r("list", "ref"), _r("index", "i32"), Field("type_def", TYPE), _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {list}, {index} : {type_def}")),
+            "{result} = {mnemonic} {list}, {index} : {type_def}"), _LIST),
         (0x1B, "list.set.ref", "list_set", "ref", _fixed(
             (_r("list", "ref"), _r("index", "i32"), _r("value", "ref", False, True)),
-            "{mnemonic} {list}, {index}, {value}")),
-        (0x1C, "select.i32", "select", "i32", _select),
-        (0x1D, "select.i64", "select", "i64", _select),
+            "{mnemonic} {list}, {index}, {value}"), _LIST),
+        (0x1C, "select.i32", "select", "i32", _select, _SELECT),
+        (0x1D, "select.i64", "select", "i64", _select, _SELECT),
         (0x1E, "select.ref", "select", "ref", _fixed(
             (_r("condition", "i32"), Field("type_def", TYPE), _r("true_value", "ref", False, True),
              _r("false_value", "ref", False, True), _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {condition} ? {true_value} : {false_value} -> {type_def}")),
-        (0x1F, "switch.i32", "switch", "i32", _switch),
-        (0x20, "switch.i64", "switch", "i64", _switch),
+            "{result} = {mnemonic} {condition} ? {true_value} : {false_value} -> {type_def}"), _CHECKED_SELECT),
+        (0x1F, "switch.i32", "switch", "i32", _switch, _SELECT),
+        (0x20, "switch.i64", "switch", "i64", _switch, _SELECT),
         # iree-dump-module skips switch.ref's type operand when decoding (so misprints the
         # rest); jitvm prints it, as select.ref does, so the line says everything it encodes.
         (0x21, "switch.ref", "switch", "ref", _fixed(
             (_r("index", "i32"), Field("type_def", TYPE), _r("default_value", "ref", False, True),
              Field("values", REGS, "ref"), _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {index}[{values}] else {default_value} -> {type_def}")),
+            "{result} = {mnemonic} {index}[{values}] else {default_value} -> {type_def}"), _CHECKED_SELECT),
     ]
-    arith = ["add", "sub", "mul", "div.{t}.s", "div.{t}.u", "rem.{t}.s", "rem.{t}.u", "fma"]
+    arith = [("add", _ARITH), ("sub", _ARITH), ("mul", _ARITH), ("div.{t}.s", _DIVISION), ("div.{t}.u", _DIVISION),
+             ("rem.{t}.s", _DIVISION), ("rem.{t}.u", _DIVISION), ("fma", _ARITH)]
     for base, ty in ((0x22, "i32"), (0x2A, "i64")):
-        for i, n in enumerate(arith):
+        for i, (n, sem) in enumerate(arith):
             name = n.format(t=ty) if "{t}" in n else f"{n}.{ty}"
             t.append((base + i, name, "ternary" if n == "fma" else "binary", ty,
-                      _ternary if n == "fma" else _binary))
+                      _ternary if n == "fma" else _binary, sem))
     for base, ty in ((0x32, "i32"), (0x36, "i64")):
-        t += [(base, f"not.{ty}", "unary", ty, _unary), (base + 1, f"and.{ty}", "binary", ty, _binary),
-              (base + 2, f"or.{ty}", "binary", ty, _binary), (base + 3, f"xor.{ty}", "binary", ty, _binary)]
+        t += [(base, f"not.{ty}", "unary", ty, _unary, _ARITH), (base + 1, f"and.{ty}", "binary", ty, _binary, _ARITH),
+              (base + 2, f"or.{ty}", "binary", ty, _binary, _ARITH),
+              (base + 3, f"xor.{ty}", "binary", ty, _binary, _ARITH)]
     for base, ty in ((0x3A, "i32"), (0x3D, "i64")):
-        t += [(base, f"shl.{ty}", "shift", ty, _shift), (base + 1, f"shr.{ty}.s", "shift", ty, _shift),
-              (base + 2, f"shr.{ty}.u", "shift", ty, _shift)]
+        t += [(base, f"shl.{ty}", "shift", ty, _shift, _ARITH), (base + 1, f"shr.{ty}.s", "shift", ty, _shift, _ARITH),
+              (base + 2, f"shr.{ty}.u", "shift", ty, _shift, _ARITH)]
     t += [
-        (0x40, "trunc.i32.i8", "unary", "i32", _unary),
-        (0x41, "trunc.i32.i16", "unary", "i32", _unary),
-        (0x42, "trunc.i64.i32", "conversion", ("i64", "i32"), _conversion),
-        (0x43, "ext.i8.i32.s", "unary", "i32", _unary),
-        (0x44, "ext.i8.i32.u", "unary", "i32", _unary),
-        (0x45, "ext.i16.i32.s", "unary", "i32", _unary),
-        (0x46, "ext.i16.i32.u", "unary", "i32", _unary),
-        (0x47, "ext.i32.i64.s", "conversion", ("i32", "i64"), _conversion),
-        (0x48, "ext.i32.i64.u", "conversion", ("i32", "i64"), _conversion),
+        (0x40, "trunc.i32.i8", "unary", "i32", _unary, _CAST),
+        (0x41, "trunc.i32.i16", "unary", "i32", _unary, _CAST),
+        (0x42, "trunc.i64.i32", "conversion", ("i64", "i32"), _conversion, _CAST),
+        (0x43, "ext.i8.i32.s", "unary", "i32", _unary, _CAST),
+        (0x44, "ext.i8.i32.u", "unary", "i32", _unary, _CAST),
+        (0x45, "ext.i16.i32.s", "unary", "i32", _unary, _CAST),
+        (0x46, "ext.i16.i32.u", "unary", "i32", _unary, _CAST),
+        (0x47, "ext.i32.i64.s", "conversion", ("i32", "i64"), _conversion, _CAST),
+        (0x48, "ext.i32.i64.u", "conversion", ("i32", "i64"), _conversion, _CAST),
     ]
     for base, ty in ((0x49, "i32"), (0x4E, "i64")):
-        t += [(base, f"cmp.eq.{ty}", "binary_cmp", ty, _binary_cmp),
-              (base + 1, f"cmp.ne.{ty}", "binary_cmp", ty, _binary_cmp),
-              (base + 2, f"cmp.lt.{ty}.s", "binary_cmp", ty, _binary_cmp),
-              (base + 3, f"cmp.lt.{ty}.u", "binary_cmp", ty, _binary_cmp),
-              (base + 4, f"cmp.nz.{ty}", "unary_cmp", ty, _unary_cmp)]
+        t += [(base, f"cmp.eq.{ty}", "binary_cmp", ty, _binary_cmp, _COMPARE),
+              (base + 1, f"cmp.ne.{ty}", "binary_cmp", ty, _binary_cmp, _COMPARE),
+              (base + 2, f"cmp.lt.{ty}.s", "binary_cmp", ty, _binary_cmp, _COMPARE),
+              (base + 3, f"cmp.lt.{ty}.u", "binary_cmp", ty, _binary_cmp, _COMPARE),
+              (base + 4, f"cmp.nz.{ty}", "unary_cmp", ty, _unary_cmp, _COMPARE)]
     t += [
-        (0x53, "cmp.eq.ref", "binary_cmp", "ref", _binary_cmp),
-        (0x54, "cmp.ne.ref", "binary_cmp", "ref", _binary_cmp),
-        (0x55, "cmp.nz.ref", "unary_cmp", "ref", _unary_cmp),
-        (0x56, "br", "branch", None, _branch),
-        (0x57, "cond_br", "cond_branch", None, _cond_branch),
-        (0x58, "call", "call", None, _call),
-        (0x59, "call.variadic", "call_variadic", None, _call_variadic),
-        (0x5A, "return", "return", None, _fixed((Field("operands", REGS, "any"),), "{mnemonic}{operands= }")),
+        (0x53, "cmp.eq.ref", "binary_cmp", "ref", _binary_cmp, _COMPARE),
+        (0x54, "cmp.ne.ref", "binary_cmp", "ref", _binary_cmp, _COMPARE),
+        (0x55, "cmp.nz.ref", "unary_cmp", "ref", _unary_cmp, _COMPARE),
+        (0x56, "br", "branch", None, _branch, _JUMP),
+        (0x57, "cond_br", "cond_branch", None, _cond_branch, _JUMP),
+        (0x58, "call", "call", None, _call, _calls()),
+        (0x59, "call.variadic", "call_variadic", None, _call_variadic, _calls(variadic=True)),
+        (0x5A, "return", "return", None, _fixed((Field("operands", REGS, "any"),), "{mnemonic}{operands= }"), _JUMP),
         (0x5B, "fail", "fail", None, _fixed((_r("status", "i32"), Field("message", STRING)),
-                                            '{mnemonic} {status}, "{message}"')),
+                                            '{mnemonic} {status}, "{message}"'),
+         Sem(CONTROL, traps=True, terminator=True)),  # status 0 continues with the next block
         (0x5C, "import.resolved", "import_resolved", None, _fixed(
-            (Field("import_ordinal", FUNC), _r("result", "i32", True)), "{result} = {mnemonic} @{import_ordinal}")),
-        (0x5D, "yield", "yield", None, _branch),
-        (0x5E, "trace", "trace", None, _trace),
-        (0x5F, "print", "trace", None, _trace),
-        (0x60, "cond_break", "cond_break", None, _cond_break),
-        (0x61, "break", "break", None, _branch),
-        (0x62, "buffer.load.i8.u", "buffer_load", "i32", _buffer_load),
-        (0x63, "buffer.load.i8.s", "buffer_load", "i32", _buffer_load),
-        (0x64, "buffer.load.i16.u", "buffer_load", "i32", _buffer_load),
-        (0x65, "buffer.load.i16.s", "buffer_load", "i32", _buffer_load),
-        (0x66, "buffer.load.i32", "buffer_load", "i32", _buffer_load),
-        (0x67, "buffer.load.i64", "buffer_load", "i64", _buffer_load),
-        (0x68, "buffer.store.i8", "buffer_store", "i32", _buffer_store),
-        (0x69, "buffer.store.i16", "buffer_store", "i32", _buffer_store),
-        (0x6A, "buffer.store.i32", "buffer_store", "i32", _buffer_store),
-        (0x6B, "buffer.store.i64", "buffer_store", "i64", _buffer_store),
+            (Field("import_ordinal", FUNC), _r("result", "i32", True)), "{result} = {mnemonic} @{import_ordinal}"),
+         Sem(CALLS)),
+        (0x5D, "yield", "yield", None, _branch, _JUMP),
+        (0x5E, "trace", "trace", None, _trace, Sem(DEBUG)),
+        (0x5F, "print", "trace", None, _trace, Sem(DEBUG)),
+        (0x60, "cond_break", "cond_break", None, _cond_break, _JUMP),
+        (0x61, "break", "break", None, _branch, _JUMP),
+        (0x62, "buffer.load.i8.u", "buffer_load", "i32", _buffer_load, _buffer(LOAD, "i8", signed=False)),
+        (0x63, "buffer.load.i8.s", "buffer_load", "i32", _buffer_load, _buffer(LOAD, "i8", signed=True)),
+        (0x64, "buffer.load.i16.u", "buffer_load", "i32", _buffer_load, _buffer(LOAD, "i16", signed=False)),
+        (0x65, "buffer.load.i16.s", "buffer_load", "i32", _buffer_load, _buffer(LOAD, "i16", signed=True)),
+        (0x66, "buffer.load.i32", "buffer_load", "i32", _buffer_load, _buffer(LOAD, "i32")),
+        (0x67, "buffer.load.i64", "buffer_load", "i64", _buffer_load, _buffer(LOAD, "i64")),
+        (0x68, "buffer.store.i8", "buffer_store", "i32", _buffer_store, _buffer(STORE, "i8")),
+        (0x69, "buffer.store.i16", "buffer_store", "i32", _buffer_store, _buffer(STORE, "i16")),
+        (0x6A, "buffer.store.i32", "buffer_store", "i32", _buffer_store, _buffer(STORE, "i32")),
+        (0x6B, "buffer.store.i64", "buffer_store", "i64", _buffer_store, _buffer(STORE, "i64")),
         (0x6C, "buffer.alloc", "buffer_alloc", None, _fixed(
             (_r("length", "i64"), _r("alignment", "i32"), _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {length}, {alignment}")),
+            "{result} = {mnemonic} {length}, {alignment}"), _BUFFER),
         (0x6D, "buffer.clone", "buffer_clone", None, _fixed(
             (_r("source", "ref"), _r("offset", "i64"), _r("length", "i64"), _r("alignment", "i32"),
              _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {source}, {offset}, {length}, {alignment}")),
+            "{result} = {mnemonic} {source}, {offset}, {length}, {alignment}"), _BUFFER),
         (0x6E, "buffer.length", "buffer_length", None, _fixed(
-            (_r("buffer", "ref"), _r("result", "i64", True)), "{result} = {mnemonic} {buffer}")),
+            (_r("buffer", "ref"), _r("result", "i64", True)), "{result} = {mnemonic} {buffer}"), _BUFFER),
         (0x6F, "buffer.copy", "buffer_copy", None, _fixed(
             (_r("source_buffer", "ref"), _r("source_offset", "i64"), _r("target_buffer", "ref"),
              _r("target_offset", "i64"), _r("length", "i64")),
-            "{mnemonic} {source_buffer}, {source_offset}, {target_buffer}, {target_offset}, {length}")),
+            "{mnemonic} {source_buffer}, {source_offset}, {target_buffer}, {target_offset}, {length}"), _BUFFER),
         (0x70, "buffer.compare", "buffer_compare", None, _fixed(
             (_r("lhs_buffer", "ref"), _r("lhs_offset", "i64"), _r("rhs_buffer", "ref"), _r("rhs_offset", "i64"),
              _r("length", "i64"), _r("result", "i32", True)),
-            "{result} = {mnemonic} {lhs_buffer}, {lhs_offset}, {rhs_buffer}, {rhs_offset}, {length}")),
-        (0x71, "buffer.fill.i8", "buffer_fill", "i32", _buffer_fill),
-        (0x72, "buffer.fill.i16", "buffer_fill", "i32", _buffer_fill),
-        (0x73, "buffer.fill.i32", "buffer_fill", "i32", _buffer_fill),
-        (0x74, "buffer.fill.i64", "buffer_fill", "i64", _buffer_fill),
-        (0x75, "ctlz.i32", "unary", "i32", _unary),
-        (0x76, "ctlz.i64", "unary", "i64", _unary),
-        (0x77, "abs.i32", "unary", "i32", _unary),
-        (0x78, "abs.i64", "unary", "i64", _unary),
-        (BLOCK_MARKER, "block", "block", None, _fixed((), "{block}:")),
+            "{result} = {mnemonic} {lhs_buffer}, {lhs_offset}, {rhs_buffer}, {rhs_offset}, {length}"), _BUFFER),
+        (0x71, "buffer.fill.i8", "buffer_fill", "i32", _buffer_fill, _buffer(FILL, "i8")),
+        (0x72, "buffer.fill.i16", "buffer_fill", "i32", _buffer_fill, _buffer(FILL, "i16")),
+        (0x73, "buffer.fill.i32", "buffer_fill", "i32", _buffer_fill, _buffer(FILL, "i32")),
+        (0x74, "buffer.fill.i64", "buffer_fill", "i64", _buffer_fill, _buffer(FILL, "i64")),
+        (0x75, "ctlz.i32", "unary", "i32", _unary, _ARITH),
+        (0x76, "ctlz.i64", "unary", "i64", _unary, _ARITH),
+        (0x77, "abs.i32", "unary", "i32", _unary, _ARITH),
+        (0x78, "abs.i64", "unary", "i64", _unary, _ARITH),
+        (BLOCK_MARKER, "block", "block", None, _fixed((), "{block}:"), Sem(CONTROL)),
     ]
     for base, ty in ((0x7A, "i32"), (0x7E, "i64")):
-        t += [(base, f"min.{ty}.s", "binary", ty, _binary), (base + 1, f"min.{ty}.u", "binary", ty, _binary),
-              (base + 2, f"max.{ty}.s", "binary", ty, _binary), (base + 3, f"max.{ty}.u", "binary", ty, _binary)]
+        t += [(base, f"min.{ty}.s", "binary", ty, _binary, _ARITH),
+              (base + 1, f"min.{ty}.u", "binary", ty, _binary, _ARITH),
+              (base + 2, f"max.{ty}.s", "binary", ty, _binary, _ARITH),
+              (base + 3, f"max.{ty}.u", "binary", ty, _binary, _ARITH)]
     t += [
         (0x82, "cast.any.ref", "cast_ref", "ref", _fixed(
             (_r("operand", "ref", False, True), Field("result_type", TYPE), _r("result", "ref", True, True)),
-            "{result} = {mnemonic} {operand} : !vm.ref<?> -> {result_type}")),
-        (0x83, "br_table", "branch_table", None, _branch_table),
+            "{result} = {mnemonic} {operand} : !vm.ref<?> -> {result_type}"), Sem(REFS, traps=True)),
+        (0x83, "br_table", "branch_table", None, _branch_table, _JUMP),
         (0x84, "buffer.hash", "buffer_hash", None, _fixed(
             (_r("source_buffer", "ref"), _r("source_offset", "i64"), _r("length", "i64"), _r("result", "i64", True)),
-            "{result} = {mnemonic} {source_buffer}, {source_offset}, {length}")),
-        (0x85, "discard.refs", "discard_refs", None, _fixed((Field("refs", REGS, "any"),), "{mnemonic} {refs}")),
+            "{result} = {mnemonic} {source_buffer}, {source_offset}, {length}"), _BUFFER),
+        (0x85, "discard.refs", "discard_refs", None, _fixed((Field("refs", REGS, "any"),), "{mnemonic} {refs}"),
+         Sem(REFS)),
         (0x86, "assign.ref", "assign_ref", "ref", _fixed(
-            (_r("source", "ref", False, True), _r("result", "ref", True, True)), "{result} = {mnemonic} {source}")),
-        (0x87, "call.yieldable", "call_yieldable", None, _call_yieldable),
-        (0x88, "call.variadic.yieldable", "call_variadic_yieldable", None, _call_variadic_yieldable),
+            (_r("source", "ref", False, True), _r("result", "ref", True, True)), "{result} = {mnemonic} {source}"),
+         Sem(REFS)),
+        (0x87, "call.yieldable", "call_yieldable", None, _call_yieldable, _calls(yieldable=True)),
+        (0x88, "call.variadic.yieldable", "call_variadic_yieldable", None, _call_variadic_yieldable,
+         _calls(variadic=True, yieldable=True)),
     ]
     return t
 
@@ -423,23 +535,19 @@ def _core_table():
 def _float_table(ty: str):
     """EXT_F32 and EXT_F64 share their first 20 opcodes and most op names."""
     wide = "i64"
-    t = [
-        (0x00, f"global.load.{ty}", "global_load", ty, _global_load),
-        (0x01, f"global.store.{ty}", "global_store", ty, _global_store),
-        (0x02, f"global.load.indirect.{ty}", "global_load_indirect", ty, _global_load_indirect),
-        (0x03, f"global.store.indirect.{ty}", "global_store_indirect", ty, _global_store_indirect),
-        (0x04, f"const.{ty}.zero", "zero", ty, _zero),
-        (0x05, f"const.{ty}", "const", ty, _const),
-        (0x06, f"list.get.{ty}", "list_get", ty, _list_get),
-        (0x07, f"list.set.{ty}", "list_set", ty, _list_set),
-        (0x08, f"select.{ty}", "select", ty, _select),
-        (0x09, f"switch.{ty}", "switch", ty, _switch),
+    t = _global_rows(0x00, ty) + [
+        (0x04, f"const.{ty}.zero", "zero", ty, _zero, _CONST),
+        (0x05, f"const.{ty}", "const", ty, _const, _CONST),
+        (0x06, f"list.get.{ty}", "list_get", ty, _list_get, _LIST),
+        (0x07, f"list.set.{ty}", "list_set", ty, _list_set, _LIST),
+        (0x08, f"select.{ty}", "select", ty, _select, _SELECT),
+        (0x09, f"switch.{ty}", "switch", ty, _switch, _SELECT),
     ]
     for i, n in enumerate(["add", "sub", "mul", "div", "rem"]):
-        t.append((0x0A + i, f"{n}.{ty}", "binary", ty, _binary))
-    t += [(0x0F, f"fma.{ty}", "ternary", ty, _ternary)]
+        t.append((0x0A + i, f"{n}.{ty}", "binary", ty, _binary, _ARITH))
+    t += [(0x0F, f"fma.{ty}", "ternary", ty, _ternary, _ARITH)]
     for i, n in enumerate(["abs", "neg", "ceil", "floor"]):
-        t.append((0x10 + i, f"{n}.{ty}", "unary", ty, _unary))
+        t.append((0x10 + i, f"{n}.{ty}", "unary", ty, _unary, _ARITH))
     if ty == "f32":
         conv = [(0x14, "cast.si32.f32", "i32", "f32"), (0x15, "cast.ui32.f32", "i32", "f32"),
                 (0x16, "cast.f32.si32", "f32", "i32"), (0x17, "cast.f32.ui32", "f32", "i32"),
@@ -453,50 +561,45 @@ def _float_table(ty: str):
                 (0x1C, "cast.f64.si64", "f64", "i64"), (0x1D, "cast.f64.ui64", "f64", "i64"),
                 (0x1E, "bitcast.i64.f64", "i64", "f64"), (0x1F, "bitcast.f64.i64", "f64", "i64")]
         math_base = 0x20
-    t += [(code, name, "conversion", (src, dst), _conversion) for code, name, src, dst in conv]
+    t += [(code, name, "conversion", (src, dst), _conversion, _CAST) for code, name, src, dst in conv]
     math = [("atan", 1), ("atan2", 2), ("cos", 1), ("sin", 1), ("exp", 1), ("exp2", 1), ("expm1", 1),
             ("log", 1), ("log10", 1), ("log1p", 1), ("log2", 1), ("pow", 2), ("rsqrt", 1), ("sqrt", 1),
             ("tanh", 1), ("erf", 1)]
     for i, (n, arity) in enumerate(math):
         t.append((math_base + i, f"{n}.{ty}", "binary" if arity == 2 else "unary", ty,
-                  _binary if arity == 2 else _unary))
+                  _binary if arity == 2 else _unary, _ARITH))
     cmp_base = math_base + len(math)
     cmps = ["cmp.eq.{t}.o", "cmp.eq.{t}.u", "cmp.ne.{t}.o", "cmp.ne.{t}.u", "cmp.lt.{t}.o", "cmp.lt.{t}.u",
             "cmp.lte.{t}.o", "cmp.lte.{t}.u"]
     for i, n in enumerate(cmps):
-        t.append((cmp_base + i, n.format(t=ty), "binary_cmp", ty, _binary_cmp))
+        t.append((cmp_base + i, n.format(t=ty), "binary_cmp", ty, _binary_cmp, _COMPARE))
     base = cmp_base + len(cmps)
     t += [
-        (base, f"cmp.nan.{ty}", "unary_cmp", ty, _unary_cmp),
-        (base + 1, f"buffer.load.{ty}", "buffer_load", ty, _buffer_load),
-        (base + 2, f"buffer.store.{ty}", "buffer_store", ty, _buffer_store),
-        (base + 3, f"buffer.fill.{ty}", "buffer_fill", ty, _buffer_fill),
-        (base + 4, f"round.{ty}", "unary", ty, _unary),
-        (base + 5, f"min.{ty}", "binary", ty, _binary),
-        (base + 6, f"max.{ty}", "binary", ty, _binary),
-        (base + 7, f"round.{ty}.even", "unary", ty, _unary),
+        (base, f"cmp.nan.{ty}", "unary_cmp", ty, _unary_cmp, _COMPARE),
+        (base + 1, f"buffer.load.{ty}", "buffer_load", ty, _buffer_load, _buffer(LOAD, ty)),
+        (base + 2, f"buffer.store.{ty}", "buffer_store", ty, _buffer_store, _buffer(STORE, ty)),
+        (base + 3, f"buffer.fill.{ty}", "buffer_fill", ty, _buffer_fill, _buffer(FILL, ty)),
+        (base + 4, f"round.{ty}", "unary", ty, _unary, _ARITH),
+        (base + 5, f"min.{ty}", "binary", ty, _binary, _ARITH),
+        (base + 6, f"max.{ty}", "binary", ty, _binary, _ARITH),
+        (base + 7, f"round.{ty}.even", "unary", ty, _unary, _ARITH),
     ]
     if ty == "f32":
-        t += [(base + 8, "cast.f32.si64", "conversion", ("f32", wide), _conversion),
-              (base + 9, "cast.f32.ui64", "conversion", ("f32", wide), _conversion),
-              (base + 10, "cast.si64.f32", "conversion", (wide, "f32"), _conversion),
-              (base + 11, "cast.ui64.f32", "conversion", (wide, "f32"), _conversion)]
+        t += [(base + 8, "cast.f32.si64", "conversion", ("f32", wide), _conversion, _CAST),
+              (base + 9, "cast.f32.ui64", "conversion", ("f32", wide), _conversion, _CAST),
+              (base + 10, "cast.si64.f32", "conversion", (wide, "f32"), _conversion, _CAST),
+              (base + 11, "cast.ui64.f32", "conversion", (wide, "f32"), _conversion, _CAST)]
     return t
-
-
-TERMINATORS = {"br", "cond_br", "br_table", "return", "fail", "yield", "call.yieldable",
-               "call.variadic.yieldable", "break", "cond_break"}
 
 
 def _build() -> dict[tuple[str, int], Op]:
     table: dict[tuple[str, int], Op] = {}
     for opset, rows in ((CORE, _core_table()), (EXT_F32, _float_table("f32")), (EXT_F64, _float_table("f64"))):
-        for code, name, family, ty, builder in rows:
+        for code, name, family, ty, builder, sem in rows:
             fields, form = builder(*ty) if isinstance(ty, tuple) else builder(ty)
             key = (opset, code)
             assert key not in table, f"duplicate opcode {key}"
-            table[key] = Op(name, opset, code, family, ty[1] if isinstance(ty, tuple) else ty,
-                            fields, form, name in TERMINATORS)
+            table[key] = Op(name, opset, code, family, ty[1] if isinstance(ty, tuple) else ty, fields, form, *sem)
     return table
 
 

@@ -101,13 +101,21 @@ def _return_rule(fv, index: int, ins) -> None:
     check_values(fv, ins, codes, operands, "return value", "the function", True)
 
 
-RULE_BY_FAMILY = {
-    "call": _call_rule(variadic=False),
-    "call_yieldable": _call_rule(variadic=False),
-    "call_variadic": _call_rule(variadic=True),
-    "call_variadic_yieldable": _call_rule(variadic=True),
-    "return": _return_rule,
-}
-"""op family -> rule(verifier, instruction index, instruction)"""
+RETURN = isa.op("return")
 
-LAYOUTS = {op: _Layout(op) for op in isa.OPS.values() if op.family in RULE_BY_FAMILY}
+
+def _rule(op: isa.Op):
+    if op.call is not None:
+        return _call_rule(op.call.variadic)
+    return _return_rule if op is RETURN else None
+
+
+RULES = {op: rule for op in isa.OPS.values() if (rule := _rule(op)) is not None}
+"""op -> rule(verifier, instruction index, instruction), for the calls and return"""
+
+OWNED_FIELDS = {op: frozenset(f.name for f in op.fields if f.kind in (isa.FUNC, isa.SEGMENTS, isa.REGS))
+                for op in RULES}
+"""op -> the operands its rule checks against a signature (the operand plans skip them): the
+callee, segment sizes and register lists of calls, the value list of return"""
+
+LAYOUTS = {op: _Layout(op) for op in RULES}

@@ -16,7 +16,7 @@ from ..frontend.module import BytecodeModule
 from ..frontend.types import VmType
 from . import model
 from .blocks import BLOCK_OP, find_blocks
-from .calls import RULE_BY_FAMILY
+from .calls import RULES
 from .features import FeatureError, format_features, missing_features_message
 from .operands import PLANS
 from .site import FunctionSite
@@ -93,7 +93,7 @@ class FunctionVerifier:
         self.site.instructions = self.instructions
 
     def _check_instructions(self) -> None:
-        plans, rules = PLANS, RULE_BY_FAMILY
+        plans, rules = PLANS, RULES
         required = self.descriptor.requirements
         block = -1
         for index, ins in enumerate(self.instructions):
@@ -108,7 +108,7 @@ class FunctionVerifier:
             args = ins.args
             for i, fld, check in plans[op]:
                 check(self, ins, fld, args[i])
-            rule = rules.get(op.family)
+            rule = rules.get(op)
             if rule is not None:
                 rule(self, index, ins)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..frontend import isa
 from ..frontend.disasm import IMPORT_BIT
+from .calls import OWNED_FIELDS
 from .registers import check_register
 
 # TYPE fields by name: which type-table entries they may reference.
@@ -111,18 +112,8 @@ CHECK_BY_KIND = {
 }
 """field kind -> check(verifier, instruction, field, decoded value)"""
 
-OWNED_FIELDS = {
-    "call": {"callee_ordinal", "operands", "results"},
-    "call_variadic": {"callee_ordinal", "segment_sizes", "operands", "results"},
-    "call_yieldable": {"callee_ordinal", "operands", "results"},
-    "call_variadic_yieldable": {"callee_ordinal", "segment_sizes", "operands", "results"},
-    "return": {"operands"},
-}
-"""op family -> fields checked against a signature by `calls` rather than here"""
-
-
 def _plan(op: isa.Op) -> tuple:
-    owned = OWNED_FIELDS.get(op.family, ())
+    owned = OWNED_FIELDS.get(op, ())
     return tuple((i, f, CHECK_BY_KIND[f.kind]) for i, f in enumerate(op.fields)
                  if f.name not in owned and CHECK_BY_KIND[f.kind] is not _nothing)
 

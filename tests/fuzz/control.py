@@ -118,8 +118,7 @@ def _fresh_params(fg: FuncGen, n: int) -> list[tuple[str, int]]:
 def condition(fg: FuncGen) -> V:
     """An i32 branch condition: a compare now and then, else any live i32."""
     if fg.c.chance(40):
-        op = fg.c.choice([o for o in isa.OPS.values() if o.family in ("binary_cmp", "unary_cmp")
-                          and o.type != "ref"])
+        op = fg.c.choice([o for o in isa.OPS.values() if o.kind == isa.COMPARE and o.type != "ref"])
         return scalar.emit_pure(fg, op)
     return fg.pick("i32")
 

@@ -31,7 +31,6 @@ ALLOC_LENGTHS = [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 16, 17, 24, 31, 32, 32, 
 ALIGNMENTS = [0, 1, 2, 4, 8, 16, 32, 64, 128, 3, 12, -1, 1 << 31]
 LIST_SIZES = [0, 1, 2, 3, 4, 5, 8, 16, 33]
 LIST_INDEX = [0, 1, 2, 3, 4, 7, 8, -1, -2, 1 << 31, 16, 32]
-_WIDTH_OF = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}
 _FAIL_TEXTS = ["", "x", "boom", "bad value", "fail: %d", "status \\\" quoted"]
 
 
@@ -105,7 +104,7 @@ def _fitting(fg: FuncGen, family: str, buf: V):
     """An op of the family whose element fits in `buf` (any op when risky or unknown)."""
     ops_ = [o for o in isa.OPS.values() if o.family == family]
     if buf.size is not None and not risky(fg):
-        fit = [o for o in ops_ if _WIDTH_OF[o.name.split(".")[2]] <= buf.size]
+        fit = [o for o in ops_ if o.access.width <= buf.size]
         ops_ = fit or ops_
     return fg.c.choice(ops_)
 
@@ -207,21 +206,21 @@ def _moves(fg: FuncGen, *names: str) -> frozenset[str]:
 def s_load(fg):
     buf = buffer(fg)
     op = _fitting(fg, "buffer_load", buf)
-    w = _WIDTH_OF[op.name.split(".")[2]]
+    w = op.access.width
     emit_op(fg, op.name, source_buffer=buf, source_offset=index(fg, buf, w))
 
 
 def s_store(fg):
     buf = buffer(fg, mutable_bias=True)
     op = _fitting(fg, "buffer_store", buf)
-    w = _WIDTH_OF[op.name.split(".")[2]]
+    w = op.access.width
     emit_op(fg, op.name, target_buffer=buf, target_offset=index(fg, buf, w), value=fg.pick(op.type))
 
 
 def s_fill(fg):
     buf = buffer(fg, mutable_bias=True)
     op = _fitting(fg, "buffer_fill", buf)
-    w = _WIDTH_OF[op.name.split(".")[2]]
+    w = op.access.width
     off, n, _ = byte_range(fg, buf, w)
     emit_op(fg, op.name, target_buffer=buf, target_offset=off, length=n, value=fg.pick(op.type))
 

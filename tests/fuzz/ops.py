@@ -17,9 +17,8 @@ from jitvm.frontend import isa
 
 VALUE_BANKS = ("i32", "i64", "f32", "f64")
 
-# Families whose ops only read and write value registers (plus immediates).
-PURE_FAMILIES = ("unary", "binary", "ternary", "shift", "select", "unary_cmp", "binary_cmp", "conversion",
-                 "const", "zero", "switch")
+# Families of the ISA's pure ops (register results from register operands and immediates).
+PURE_FAMILIES = tuple(dict.fromkeys(op.family for op in isa.OPS.values() if op.pure))
 
 
 def _value_only(op: isa.Op) -> bool:
@@ -32,10 +31,10 @@ def _value_only(op: isa.Op) -> bool:
     return True
 
 
-PURE: list[isa.Op] = [op for op in isa.OPS.values() if op.family in PURE_FAMILIES and _value_only(op)]
+PURE: list[isa.Op] = [op for op in isa.OPS.values() if op.pure and _value_only(op)]
 
 # Integer division and remainder trap (division by zero; INT_MIN / -1 for the signed ones).
-TRAPPING = frozenset(op.name for op in PURE if op.name.startswith(("div.i", "rem.i")))
+TRAPPING = frozenset(op.name for op in PURE if op.traps)
 
 # Ops whose result shows a float's exact bits, so a NaN payload (see run.py) becomes visible.
 PAYLOAD_VISIBLE = frozenset(op.name for op in PURE if op.name.startswith("bitcast.f"))
@@ -56,10 +55,10 @@ def by_family(ops) -> dict[str, list[isa.Op]]:
     return dict(out)
 
 
-PURE_BY_FAMILY = by_family(op for op in PURE if op.family not in ("const", "zero"))
+PURE_BY_FAMILY = by_family(op for op in PURE if op.kind != isa.CONST)
 PURE_BY_RESULT: dict[str, list[isa.Op]] = defaultdict(list)
 for _op in PURE:
-    if _op.family not in ("const", "zero"):
+    if _op.kind != isa.CONST:
         PURE_BY_RESULT[result_bank(_op)].append(_op)
 
 
@@ -68,7 +67,7 @@ def ops_of(bank: str, families=None, exclude=frozenset()) -> list[isa.Op]:
     conditions, always i32, allowed), optionally of some families."""
     out = []
     for op in PURE:
-        if op.family in ("const", "zero") or op.name in exclude:
+        if op.kind == isa.CONST or op.name in exclude:
             continue
         if families is not None and op.family not in families:
             continue

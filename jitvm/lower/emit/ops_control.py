@@ -155,7 +155,7 @@ def _pack_args(e, site, ins) -> list:
     b = e.b
     moved = []
     operands = ins["operands"]
-    segments = ins["segment_sizes"] if ins.op.name.startswith("call.variadic") else None
+    segments = ins["segment_sizes"] if ins.op.call.variadic else None
     slot = 0
     reg_i = 0
 

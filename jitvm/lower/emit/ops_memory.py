@@ -10,6 +10,7 @@ invariant: LLVM may hoist them out of loops.
 
 from __future__ import annotations
 
+from ...frontend import isa
 from ...frontend.handlers import OpHandlers
 from ...runtime.native import ir
 
@@ -19,7 +20,6 @@ from .types import BANK_TYPE, I8, I16, I32, I64, PTR, const, offset_of
 
 lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
 
-_WIDTH = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}
 _IR = {"i8": I8, "i16": I16, "i32": I32, "i64": I64, "f32": BANK_TYPE["f32"], "f64": BANK_TYPE["f64"]}
 
 
@@ -57,34 +57,33 @@ def _indirect_global_ptr(e, reg, width: int):
 def _global_load(e, ins):
     ty = ins.op.type
     v = e.b.load(_global_ptr(e, const(I64, ins["byte_offset"])), typ=BANK_TYPE[ty])
-    v.align = _WIDTH[ty]
+    v.align = ins.op.access.width
     e.set(ins["result"], v, ty)
 
 
 def _global_store(e, ins):
     ty = ins.op.type
     st = e.b.store(e.get(ins["value"], ty), _global_ptr(e, const(I64, ins["byte_offset"])))
-    st.align = _WIDTH[ty]
+    st.align = ins.op.access.width
 
 
 def _global_load_indirect(e, ins):
     ty = ins.op.type
-    v = e.b.load(_indirect_global_ptr(e, ins["byte_offset"], _WIDTH[ty]), typ=BANK_TYPE[ty])
+    v = e.b.load(_indirect_global_ptr(e, ins["byte_offset"], ins.op.access.width), typ=BANK_TYPE[ty])
     v.align = 1
     e.set(ins["result"], v, ty)
 
 
 def _global_store_indirect(e, ins):
     ty = ins.op.type
-    st = e.b.store(e.get(ins["value"], ty), _indirect_global_ptr(e, ins["byte_offset"], _WIDTH[ty]))
+    st = e.b.store(e.get(ins["value"], ty), _indirect_global_ptr(e, ins["byte_offset"], ins.op.access.width))
     st.align = 1
 
 
-for _ty in ("i32", "i64", "f32", "f64"):
-    lowers(f"global.load.{_ty}")(_global_load)
-    lowers(f"global.store.{_ty}")(_global_store)
-    lowers(f"global.load.indirect.{_ty}")(_global_load_indirect)
-    lowers(f"global.store.indirect.{_ty}")(_global_store_indirect)
+_GLOBAL_LOWERING = {  # (action, indirect) -> lowering of a value global's load or store (refs: ops_refs)
+    (isa.LOAD, False): _global_load, (isa.STORE, False): _global_store,
+    (isa.LOAD, True): _global_load_indirect, (isa.STORE, True): _global_store_indirect,
+}
 
 
 # --- buffers ------------------------------------------------------------------------------------
@@ -157,18 +156,6 @@ class BufferView:
         return b.gep(self.data, [byte_offset], source_etype=I8, inbounds=True)
 
 
-_LOADS = {  # op -> (memory type, extension to the result bank)
-    "buffer.load.i8.u": ("i8", "zext"), "buffer.load.i8.s": ("i8", "sext"),
-    "buffer.load.i16.u": ("i16", "zext"), "buffer.load.i16.s": ("i16", "sext"),
-    "buffer.load.i32": ("i32", None), "buffer.load.i64": ("i64", None),
-    "buffer.load.f32": ("f32", None), "buffer.load.f64": ("f64", None),
-}
-_STORES = {"buffer.store.i8": "i8", "buffer.store.i16": "i16", "buffer.store.i32": "i32",
-           "buffer.store.i64": "i64", "buffer.store.f32": "f32", "buffer.store.f64": "f64"}
-_FILLS = {"buffer.fill.i8": "i8", "buffer.fill.i16": "i16", "buffer.fill.i32": "i32",
-          "buffer.fill.i64": "i64", "buffer.fill.f32": "f32", "buffer.fill.f64": "f64"}
-
-
 def _scoped(e, instr, reg) -> None:
     """Alias-scope metadata for accesses the guard proved to disjoint buffers."""
     md = e.alias.get((reg.index, e.jam_copy)) or e.alias.get((reg.index, None))
@@ -177,50 +164,50 @@ def _scoped(e, instr, reg) -> None:
         instr.set_metadata("noalias", md[1])
 
 
-def _load(mem: str, ext: str | None):
-    def lower(e, ins):
-        buf = BufferView(e, ins["source_buffer"], "source_buffer")
-        ptr = buf.element_ptr(e, e.i64(ins["source_offset"]), _WIDTH[mem])
-        v = e.b.load(ptr, typ=_IR[mem])
-        v.align = 1
-        _scoped(e, v, ins["source_buffer"])
-        if ext:
-            v = getattr(e.b, ext)(v, I32)
-        e.set(ins["result"], v, ins.op.type)
-    return lower
+def _load(e, ins):
+    access = ins.op.access
+    buf = BufferView(e, ins["source_buffer"], "source_buffer")
+    ptr = buf.element_ptr(e, e.i64(ins["source_offset"]), access.width)
+    v = e.b.load(ptr, typ=_IR[access.element])
+    v.align = 1
+    _scoped(e, v, ins["source_buffer"])
+    if access.narrow:
+        v = (e.b.sext if access.signed else e.b.zext)(v, I32)
+    e.set(ins["result"], v, ins.op.type)
 
 
-def _store(mem: str):
-    def lower(e, ins):
-        buf = BufferView(e, ins["target_buffer"], "target_buffer")
-        buf.check_mutable(e)
-        ptr = buf.element_ptr(e, e.i64(ins["target_offset"]), _WIDTH[mem])
-        v = e.get(ins["value"], ins.op.type)
-        if mem in ("i8", "i16"):
-            v = e.b.trunc(v, _IR[mem])
-        st = e.b.store(v, ptr)
-        st.align = 1
-        _scoped(e, st, ins["target_buffer"])
-    return lower
+def _store(e, ins):
+    access = ins.op.access
+    buf = BufferView(e, ins["target_buffer"], "target_buffer")
+    buf.check_mutable(e)
+    ptr = buf.element_ptr(e, e.i64(ins["target_offset"]), access.width)
+    v = e.get(ins["value"], ins.op.type)
+    if access.narrow:
+        v = e.b.trunc(v, _IR[access.element])
+    st = e.b.store(v, ptr)
+    st.align = 1
+    _scoped(e, st, ins["target_buffer"])
 
 
-def _fill(mem: str):
-    def lower(e, ins):
-        b = e.b
-        width = _WIDTH[mem]
-        buf = BufferView(e, ins["target_buffer"], "buffer")
-        buf.check_mutable(e)
-        index, count = e.i64(ins["target_offset"]), e.i64(ins["length"])
-        start = buf.check_elements(e, index, count, width)
-        value = e.get(ins["value"], ins.op.type)
-        if mem in ("i8", "i16"):
-            value = b.trunc(value, _IR[mem])
-        base = b.gep(buf.data, [start], source_etype=I8, inbounds=True)
-        if mem == "i8":
-            b.call(e.mod.intrinsic_memset(), [base, value, count, const(ir.IntType(1), 0)])
-            return
-        loop_each(e, count, lambda i: _store_at(e, base, i, value, mem))
-    return lower
+def _fill(e, ins):
+    access = ins.op.access
+    b = e.b
+    width = access.width
+    buf = BufferView(e, ins["target_buffer"], "buffer")
+    buf.check_mutable(e)
+    index, count = e.i64(ins["target_offset"]), e.i64(ins["length"])
+    start = buf.check_elements(e, index, count, width)
+    value = e.get(ins["value"], ins.op.type)
+    if access.narrow:
+        value = b.trunc(value, _IR[access.element])
+    base = b.gep(buf.data, [start], source_etype=I8, inbounds=True)
+    if width == 1:
+        b.call(e.mod.intrinsic_memset(), [base, value, count, const(ir.IntType(1), 0)])
+        return
+    loop_each(e, count, lambda i: _store_at(e, base, i, value, access.element))
+
+
+_BUFFER_LOWERING = {isa.LOAD: _load, isa.STORE: _store, isa.FILL: _fill}
 
 
 def _store_at(e, base, i, value, mem):
@@ -248,12 +235,11 @@ def loop_each(e, count, body) -> None:
     b.position_at_end(done)
 
 
-for _name, (_mem, _ext) in _LOADS.items():
-    lowers(_name)(_load(_mem, _ext))
-for _name, _mem in _STORES.items():
-    lowers(_name)(_store(_mem))
-for _name, _mem in _FILLS.items():
-    lowers(_name)(_fill(_mem))
+for _op in isa.OPS.values():
+    if _op.kind == isa.BUFFERS and _op.access is not None:
+        lowers(_op.name)(_BUFFER_LOWERING[_op.access.action])
+    elif _op.kind == isa.GLOBALS and _op.access.element != "ref":
+        lowers(_op.name)(_GLOBAL_LOWERING[_op.access.action, _op.access.indirect])
 
 
 @lowers("buffer.length")

@@ -1,8 +1,8 @@
 """The JIT's per-op lowering handlers: one table built from every op family's own.
 
 A handler is `handler(emitter, instruction)` and lives next to the semantics of its op
-family (lower/emit/ops_*.py). `LOWERINGS.missing()` names ops nobody lowers; a test keeps
-it empty.
+family (lower/emit/ops_*.py). `LOWERINGS.missing()` names ops nobody lowers;
+tests/test_isa_coverage.py keeps it empty.
 """
 
 from __future__ import annotations

@@ -23,6 +23,12 @@ from ...frontend import isa
 from ...verify.model import VerifiedFunction
 from ..emit.effects import instruction_writes, remap_moves, written_slots
 
+# The ops the nest patterns name; everything else is matched by its ISA attributes. A loop's
+# header ends in COND_BR on LOOP_TEST (iv < bound), its body adds the step to the iv with
+# STEP, and its blocks end in BR; FAIL with status 0 continues with the next block.
+BLOCK, BR, COND_BR, FAIL = isa.op("block"), isa.op("br"), isa.op("cond_br"), isa.op("fail")
+LOOP_TEST, STEP = isa.op("cmp.lt.i64.s"), isa.op("add.i64")
+
 # Invariant expressions: ("const", n) | ("reg", bank, index) | (op, x, y), op in add/sub/mul.
 ZERO = ("const", 0)
 ONE = ("const", 1)
@@ -135,14 +141,14 @@ class Nest:
 
 
 _ENTRY_CONSTANTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_WIDTH = {"i8": 1, "i16": 2, "i32": 4, "i64": 8, "f32": 4, "f64": 8}
 
 
-def access_width(op: isa.Op) -> int | None:
-    """Element size of a buffer load/store op, from its name (buffer.load.i16.u -> 2)."""
-    if op.family not in ("buffer_load", "buffer_store"):
+def element_access(op: isa.Op) -> isa.Access | None:
+    """The access of a buffer element load or store (fills cover ranges: not followed)."""
+    access = op.access
+    if op.kind != isa.BUFFERS or access is None or access.action == isa.FILL:
         return None
-    return _WIDTH[op.name.split(".")[2]]
+    return access
 
 
 def successors(vf: VerifiedFunction, block) -> list[int]:
@@ -153,7 +159,7 @@ def successors(vf: VerifiedFunction, block) -> list[int]:
             out.append(vf.block_of_pc[value])
         elif f.kind == isa.CASES:
             out.extend(vf.block_of_pc[t] for t, _ in value)
-    if ins.op.name == "fail":  # status 0 continues with the next block
+    if ins.op is FAIL:  # status 0 continues with the next block
         nxt = vf.block_of_pc.get(ins.pc + ins.size)
         if nxt is not None:
             out.append(nxt)
@@ -175,7 +181,9 @@ def innermost_paths(nest: "Nest") -> list[list["Loop"]]:
     return paths
 
 
-_CONST_OPS = {"const.i32": "i32", "const.i64": "i64", "const.i32.zero": "i32", "const.i64.zero": "i64"}
+def _constant_of(ins) -> int:
+    """The value of a constant op (zero ops encode none)."""
+    return ins["value"] if ins.op.fields[0].kind == isa.IMM else 0
 
 
 def entry_constants(vf) -> dict[int, tuple[str, int]]:
@@ -195,13 +203,13 @@ def entry_constants(vf) -> dict[int, tuple[str, int]]:
     entry = vf.blocks[0]
     for idx in range(entry.first, entry.last + 1):
         ins = vf.instructions[idx]
-        bank = _CONST_OPS.get(ins.op.name)
-        if bank is None:
+        bank = ins.op.type
+        if ins.op.kind != isa.CONST or bank not in ("i32", "i64"):
             continue
         reg = ins["result"].index
         slots = [reg, reg + 1] if bank == "i64" else [reg]
         if all(writes.get(x, 0) == 1 for x in slots):
-            out[reg] = (bank, ins["value"] if "zero" not in ins.op.name else 0)
+            out[reg] = (bank, _constant_of(ins))
     _ENTRY_CONSTANTS[vf] = out
     return out
 
@@ -296,7 +304,7 @@ class _NestBuilder:
             raise _Unsupported
         h = vf.blocks[header]
         term = vf.instructions[h.last]
-        if term.op.name != "cond_br" or term["true_operands"]:
+        if term.op is not COND_BR or term["true_operands"]:
             raise _Unsupported
         if vf.block_of_pc[term["true_dest_pc"]] != header + 1 or header + 1 > latch:
             raise _Unsupported
@@ -308,11 +316,11 @@ class _NestBuilder:
         compare = None
         for idx in range(h.first, h.last):
             ins = vf.instructions[idx]
-            if ins.op.name == "block":
+            if ins.op is BLOCK:
                 continue
-            if ins.op.family not in ("binary_cmp", "unary_cmp", "const", "zero"):
+            if ins.op.kind not in (isa.COMPARE, isa.CONST):
                 raise _Unsupported
-            if ins.op.name == "cmp.lt.i64.s" and ins["result"].index == term["condition"].index:
+            if ins.op is LOOP_TEST and ins["result"].index == term["condition"].index:
                 compare = ins
         if compare is None:
             raise _Unsupported
@@ -344,7 +352,7 @@ class _NestBuilder:
             for idx in range(b.first, b.last):
                 ins = vf.instructions[idx]
                 self._access(ins, idx, body, path)
-                if ins.op.name == "add.i64" and ins["result"].index == iv:
+                if ins.op is STEP and ins["result"].index == iv:
                     if step is not None:
                         raise _Unsupported
                     left, right = body.read_i64(ins["left"].index), body.read_i64(ins["right"].index)
@@ -358,7 +366,7 @@ class _NestBuilder:
                         raise _Unsupported
                 body.execute(ins)
             term = vf.instructions[b.last]
-            if term.op.name != "br":
+            if term.op is not BR:
                 raise _Unsupported
             target = vf.block_of_pc[term["dest_pc"]]
             if block == latch:
@@ -386,10 +394,10 @@ class _NestBuilder:
         return tuple(reversed(path))
 
     def _access(self, ins, idx: int, env: "_Env", path) -> None:
-        width = access_width(ins.op)
-        if width is None:
+        access = element_access(ins.op)
+        if access is None:
             return
-        load = ins.op.family == "buffer_load"
+        load = access.action == isa.LOAD
         buf = ins["source_buffer" if load else "target_buffer"].index
         element = env.read_i64(ins["source_offset" if load else "target_offset"].index)
         if buf in self.written_refs or element is None:
@@ -397,7 +405,7 @@ class _NestBuilder:
         if any(s in self.written for c in [element.b, *(c for _, c in element.terms)] for s in _regs_of(c)):
             return
         stepped = tuple((lp, st) for lp, st in self.stepped.items() if lp in path)
-        self.accesses.append(Access(idx, buf, width, not load, element, path, stepped))
+        self.accesses.append(Access(idx, buf, access.width, not load, element, path, stepped))
 
 
 def _regs_of(expr) -> list[int]:
@@ -458,29 +466,13 @@ class _Env:
                 self._clobber(dst.index)
 
     def execute(self, ins) -> None:
-        name = ins.op.name
-        get = self.read_i64
-        value: Affine | None = None
-        handled = True
-        if name == "const.i64":
-            value = Affine.const(("const", ins["value"]))
-        elif name == "const.i64.zero":
-            value = Affine.const(ZERO)
-        elif name in ("add.i64", "sub.i64"):
-            x, y = get(ins["left"].index), get(ins["right"].index)
-            if x is not None and y is not None:
-                value = x.combine(y, _add if name == "add.i64" else _sub)
-        elif name == "mul.i64":
-            value = _affine_mul(get(ins["left"].index), get(ins["right"].index))
-        elif name == "fma.i64":
-            p = _affine_mul(get(ins["first"].index), get(ins["second"].index))
-            c = get(ins["third"].index)
-            if p is not None and c is not None:
-                value = p.combine(c, _add)
-        else:
-            handled = False
-        if handled:
-            self._set(ins["result"].index, value)
+        op = ins.op
+        follow = _AFFINE.get(op)
+        if follow is not None:
+            self._set(ins["result"].index, follow(ins, self.read_i64))
+            return
+        if op.kind == isa.CONST and op.type == "i64":
+            self._set(ins["result"].index, Affine.const(("const", _constant_of(ins))))
             return
         for f, v in zip(ins.op.fields, ins.args):
             if f.kind == isa.REG and f.out and f.bank != "ref":
@@ -503,3 +495,16 @@ def _affine_mul(x: Affine | None, y: Affine | None) -> Affine | None:
     if y.invariant:
         return x.scale(y.b)
     return None
+
+
+def _affine_sum(x: Affine | None, y: Affine | None, op) -> Affine | None:
+    return None if x is None or y is None else x.combine(y, op)
+
+
+_AFFINE = {  # the i64 arithmetic _Env follows: op -> (instruction, read_i64) -> Affine or None
+    isa.op("add.i64"): lambda ins, get: _affine_sum(get(ins["left"].index), get(ins["right"].index), _add),
+    isa.op("sub.i64"): lambda ins, get: _affine_sum(get(ins["left"].index), get(ins["right"].index), _sub),
+    isa.op("mul.i64"): lambda ins, get: _affine_mul(get(ins["left"].index), get(ins["right"].index)),
+    isa.op("fma.i64"): lambda ins, get: _affine_sum(
+        _affine_mul(get(ins["first"].index), get(ins["second"].index)), get(ins["third"].index), _add),
+}

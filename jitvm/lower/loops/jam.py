@@ -25,18 +25,21 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...frontend import isa
-from .sharing import P_LANE, Q_LANE, REGISTER_FAMILIES, CopySharing
+from .sharing import P_LANE, Q_LANE, REGISTER_OPS, CopySharing
 from ..emit.effects import remap_moves, written_slots
-from .analysis import ZERO, Loop, Nest, constant_value, static_trips
+from .analysis import BLOCK, BR, COND_BR, ZERO, Loop, Nest, constant_value, static_trips
 
 FACTOR = 64  # iterations of P run together (at most; see _factor)
 MIN_FACTOR = 16
 COPY_BUDGET = 3200  # instructions of P's region times the factor
 
-# Op families the jammed region may contain besides proven buffer accesses: they cannot
-# trap and touch registers only.
-_PURE_FAMILIES = REGISTER_FAMILIES | {"block", "branch", "cond_branch"}
-_TRAPPING = ("div.", "rem.i")  # integer division and remainder trap on zero
+# What the jammed region may contain besides proven buffer accesses: ops that touch
+# registers only and cannot trap, block markers and the two branches the jam lowers. Two
+# exceptions keep what the region took before the ISA said which ops trap, until they are
+# settled on their own: float division stays out (the test was the name prefix "div.") and
+# select.ref stays in, although its type check can trap and the copies share ref registers.
+_KEPT_OUT, _KEPT_IN = {isa.op("div.f32"), isa.op("div.f64")}, {isa.op("select.ref")}
+_JAMMABLE = frozenset(({op for op in REGISTER_OPS if not op.traps} - _KEPT_OUT) | _KEPT_IN | {BLOCK, BR, COND_BR})
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ def _plain_header(vf, loop: Loop) -> bool:
     """The header branches to the next block into the body and to the loop's exit, moving
     no registers on either edge (the register-blocked copy enters and leaves that way)."""
     term = vf.instructions[vf.blocks[loop.header].last]
-    return term.op.name == "cond_br" and not term["true_operands"] and not term["false_operands"] and \
+    return term.op is COND_BR and not term["true_operands"] and not term["false_operands"] and \
         vf.block_of_pc[term["true_dest_pc"]] == loop.header + 1 and vf.block_of_pc[term["false_dest_pc"]] == loop.exit
 
 
@@ -247,7 +250,7 @@ def pure_region(vf, region: range, nest: Nest) -> bool:
         block = vf.blocks[bi]
         for idx in range(block.first, block.last + 1):
             ins = vf.instructions[idx]
-            if idx not in proven and (ins.op.family not in _PURE_FAMILIES or ins.op.name.startswith(_TRAPPING)):
+            if idx not in proven and ins.op not in _JAMMABLE:
                 return False
     return True
 
@@ -512,7 +515,7 @@ def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
                 adopt(idx, _results(vf.instructions[idx]))
         term = vf.instructions[block.last]
         e.pc = term.pc
-        if term.op.name == "br":
+        if term.op is BR:
             remap(block.last, "", term["operands"])
             dest = vf.block_of_pc[term["dest_pc"]]
             br = b.branch(target(dest))

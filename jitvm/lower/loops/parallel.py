@@ -29,7 +29,7 @@ from ...frontend import isa
 from .copies import lower_nest_copy
 from .jam import _in_region, _no_carried_registers, pure_region
 from ..emit.effects import remap_moves, written_slots
-from .analysis import ZERO, Loop, Nest, entry_constants, innermost_paths, static_trips, successors
+from .analysis import BR, ZERO, Loop, Nest, entry_constants, innermost_paths, static_trips, successors
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def _reads_writes(ins):
     reads: list[int] = []
     writes: list[int] = []
     refs: list[int] = []
-    single_edge = ins.op.name == "br"
+    single_edge = ins.op is BR
     for f, value in zip(ins.op.fields, ins.args):
         if f.kind == isa.REG:
             if value.is_ref:

@@ -32,16 +32,18 @@ from __future__ import annotations
 
 from ...frontend import isa
 from ..emit.effects import instruction_writes, remap_moves
+from .analysis import BR, element_access
 
 P_LANE, Q_LANE = 1, 2
 ALL_LANES = P_LANE | Q_LANE
 
-# Op families that only compute a register result from register operands (lower.loops.jam allows
-# them in a jammed region, integer division excepted).
-REGISTER_FAMILIES = frozenset({"unary", "binary", "ternary", "shift", "select", "unary_cmp", "binary_cmp",
-                               "conversion", "const", "zero"})
+# Ops that compute register results from fixed register operands alone: the ISA's pure ops
+# but switch, whose register list neither this analysis nor lower.loops.jam follows
+# (lower.loops.jam allows them in a jammed region unless they can trap).
+REGISTER_OPS = frozenset(op for op in isa.OPS.values() if op.pure and all(f.kind != isa.REGS for f in op.fields))
 # ... and whose result may be shared: those, and proven loads (of memory the region does not write).
-_SHAREABLE = REGISTER_FAMILIES | {"buffer_load"}
+_SHAREABLE = REGISTER_OPS | {op for op in isa.OPS.values()
+                             if (a := element_access(op)) is not None and a.action == isa.LOAD}
 
 
 def _slots(reg) -> tuple[int, ...]:
@@ -86,7 +88,7 @@ def _instruction_step(vf, idx: int, unchecked, nest_loops) -> _Step:
                 iv = nest_loops[loop_id].iv
                 reads.extend((iv, iv + 1))
                 pairs.append((iv, iv + 1))
-    return _Step(idx, reads, sorted(written), pairs, ins.op.family in _SHAREABLE and results == 1)
+    return _Step(idx, reads, sorted(written), pairs, ins.op in _SHAREABLE and results == 1)
 
 
 def _move_steps(term_idx: int, side: str, pairs) -> list[_Step]:
@@ -138,7 +140,7 @@ class CopySharing:
             steps = [_instruction_step(vf, idx, unchecked, nest_loops) for idx in range(block.first, block.last)]
             term = vf.instructions[block.last]
             succ = []
-            if term.op.name == "br":
+            if term.op is BR:
                 steps += _move_steps(block.last, "", term["operands"])
                 succ.append(goto(vf.block_of_pc[term["dest_pc"]]))
             else:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import os
 
+from ...frontend import isa
 from ..native.layout import CostT
 from ..vm import traps
 from ..vm.bytecode import describe_frame
@@ -168,7 +169,7 @@ def writes_globals(instance) -> bool:
         m = instance.loaded.module
         setter = m.export("__set_constants")
         skip = setter.internal_ordinal if setter else -1
-        cached = any(ins.op.family.startswith("global_store")
+        cached = any(ins.op.kind == isa.GLOBALS and ins.op.access.action == isa.STORE
                      for vf in instance.loaded.verified.functions if vf.ordinal != skip
                      for ins in vf.instructions)
         instance.loaded._writes_globals = cached
