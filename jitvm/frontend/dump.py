@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from ..errors import Error
 from .cconv import Span
 from .decode import decode_function
 from .disasm import Names, instruction_lines
@@ -73,8 +74,6 @@ def summary_lines(m: BytecodeModule) -> list[str]:
 
 
 def find_function(m: BytecodeModule, name_or_ordinal: str) -> int:
-    from ..errors import Error
-
     if name_or_ordinal.isdigit() and int(name_or_ordinal) < len(m.functions):
         return int(name_or_ordinal)
     e = m.export(name_or_ordinal)

@@ -15,7 +15,9 @@ import time
 import warnings
 from collections import Counter
 
+from ..fallback_interp import InterpreterBackend
 from ..runtime.exec.nativecode import native
+from ..runtime.exec.runner import NativeDispatchRunner, default_threads
 from ..runtime.exec.workers import NativePool
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import BytecodeInstance, LoadedModule, describe_frame
@@ -84,8 +86,6 @@ class JitBackend:
     def dispatch_runner(self):
         """The HAL's runner for this backend's executables: native, on all cores."""
         if self._runner is None:
-            from ..runtime.exec.runner import NativeDispatchRunner
-
             self._runner = NativeDispatchRunner(self.threads)
         return self._runner
 
@@ -143,8 +143,6 @@ class JitBackend:
 
 
 def dispatch_threads(threads: int | None) -> int:
-    from ..runtime.exec.runner import default_threads
-
     return threads or default_threads()
 
 
@@ -226,8 +224,6 @@ class JitExecutable:
     @property
     def interpreter(self):
         if self._interp is None:
-            from ..fallback_interp import InterpreterBackend
-
             self._interp = InterpreterBackend().prepare(self.loaded)
         return self._interp
 

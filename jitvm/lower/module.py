@@ -9,14 +9,13 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from ..runtime.native import ir
-
-from ..runtime.native import mathlib
+from ..runtime.native import ir, layout, mathlib
+from ..runtime.vm.objects import checked_type_id, names_ref_type
 from ..runtime.vm.symbols import prototype as runtime_prototype
 from ..verify.model import VerifiedModule
 from .emit.emitter import Emitter
-from .loops.versioning import NestVersioning
 from .emit.types import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, LoweringError, function_symbol, offset_of
+from .loops.versioning import NestVersioning
 
 _CTYPE_TO_IR = {ctypes.c_void_p: PTR, ctypes.c_int32: I32, ctypes.c_uint32: I32, ctypes.c_int64: I64,
                 ctypes.c_uint64: I64, ctypes.c_float: F32, ctypes.c_double: F64, None: VOID}
@@ -29,8 +28,6 @@ def type_table_symbol(key: str) -> str:
 
 def runtime_type_ids(verified: VerifiedModule) -> list[int]:
     """The values of a module's type table in this process (runtime.vm.objects.checked_type_id)."""
-    from ..runtime.vm.objects import checked_type_id
-
     return [checked_type_id(t) for t in verified.types]
 
 
@@ -159,8 +156,6 @@ class ModuleLowering:
     def ref_type_id(self, builder, type_index: int):
         """The runtime type id a checked ref op compares against, as an IR value: the module's
         type table entry (filled at load), or a constant where it names no ref type."""
-        from ..runtime.vm.objects import checked_type_id, names_ref_type
-
         t = self.verified.types[type_index]
         if not names_ref_type(t):
             return ir.Constant(I32, checked_type_id(t))
@@ -173,8 +168,6 @@ class ModuleLowering:
         """A zeroed object-sized constant standing in for null refs in branch-free loads."""
         g = self._runtime.get("__null_object")
         if g is None:
-            from ..runtime.native import layout
-
             ty = ir.ArrayType(I64, (max(layout.sizeof("Buffer"), layout.sizeof("List")) + 7) // 8)
             g = ir.GlobalVariable(self.module, ty, name="jv.null_object")
             g.initializer = ir.Constant(ty, None)

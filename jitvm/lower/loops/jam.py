@@ -25,9 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...frontend import isa
-from .sharing import P_LANE, Q_LANE, REGISTER_OPS, CopySharing
+from ...frontend.decode import Reg
 from ..emit.effects import remap_moves, written_slots
+from ..emit.ops_control import apply_move
+from ..emit.types import I1, I64, const
 from .analysis import BLOCK, BR, COND_BR, ZERO, Loop, Nest, constant_value, static_trips
+from .guard import InvariantEval
+from .sharing import P_LANE, Q_LANE, REGISTER_OPS, CopySharing
 
 FACTOR = 64  # iterations of P run together (at most; see _factor)
 MIN_FACTOR = 16
@@ -336,9 +340,6 @@ def ranges_apart(e, region: range, stored, others, nest, ranges):
     buffers that are views of one allocation (IREE's transient arena) qualify when the
     parts the nest touches do not overlap. Emitted with the guard; meaningful when it holds.
     """
-    from ...frontend.decode import Reg
-    from ..emit.types import I1, I64, const
-
     b = e.b
     stored = tuple(stored)
     region = {a.index for a in nest.accesses if _in_region(e.vf, a.index, region)}
@@ -373,8 +374,6 @@ def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
     """Lowers P's region jammed: `jam_header` runs FACTOR iterations at once while that many
     remain and the buffers are `apart` (an i1 from the guard), then hands the rest to
     `rem_header` (P's ordinary, unchecked loop)."""
-    from .guard import InvariantEval
-
     loop, u, fn = plan.loop, plan.factor, e.fn
     blocks = {i: fn.append_basic_block(f"bb{i}_jammed") for i in plan.region if i != loop.header}
     e.b.position_at_end(jam_header)
@@ -394,9 +393,6 @@ def emit_outer(e, plan: JamPlan, q_header, q_rem_header, apart) -> None:
     copies while factor iterations of Q remain and the buffers are `apart`, else hands over
     to `q_rem_header` (Q's plain loop, with P jammed alone). Copy k is iteration k % factor
     of Q's group and k // factor of P's (P-major: how SLP packs them)."""
-    from ...frontend.decode import Reg
-    from .guard import InvariantEval
-
     b, fn = e.b, e.fn
     outer, p = plan.outer, plan.loop
     q, n, factor = outer.loop, outer.copies, outer.factor
@@ -433,9 +429,6 @@ def _group_start(e, ev, loop: Loop, count: int, apart, entry_name: str, otherwis
     """At a jammed loop's header: branches to a new entry block (left positioned there) when
     `count` iterations remain and the buffers are `apart`, else to `otherwise`. Returns the
     group's first induction value and the step."""
-    from ...frontend.decode import Reg
-    from ..emit.types import I64, const
-
     b = e.b
     start = e.get(Reg("i64", loop.iv, False, loop.iv), "i64")
     bound, step = ev.expr(loop.bound), ev.expr(loop.step)
@@ -451,9 +444,6 @@ def _group_start(e, ev, loop: Loop, count: int, apart, entry_name: str, otherwis
 def _spread_iv(e, loop: Loop, start, step, n: int, lane) -> None:
     """Copy k's induction variable of `loop` is start + lane(k) * step; the real registers
     are the last copy (so they carry the group's position to the latch)."""
-    from ...frontend.decode import Reg
-    from ..emit.types import I64, const
-
     iv = Reg("i64", loop.iv, False, loop.iv)
     for k in range(n):
         e.copy = None if k == n - 1 else k
@@ -468,10 +458,6 @@ def _lower_copies(e, blocks: dict, n: int, target, sharing) -> None:
     result (lower.loops.sharing; the last copy is the real registers); branches to
     `target(VM block index)`. A cond_br is an inner loop's header: every copy decides
     alike, copy 0 speaks."""
-    from ...frontend.decode import Reg
-    from ..emit.types import const
-    from ..emit.ops_control import apply_move
-
     vf, b, fn = e.vf, e.b, e.fn
 
     def copies():
@@ -564,8 +550,6 @@ UNROLL_MIN_TRIPS = 512
 
 def _unroll_property(e, header: int) -> str | None:
     """The unrolling property of the inner loop with this VM header block, if any."""
-    from .analysis import static_trips
-
     for loop in e.nest_loops.values():
         if loop.header == header:
             trips = static_trips(e.vf, loop)

@@ -26,10 +26,14 @@ import weakref
 from dataclasses import dataclass
 
 from ...frontend import isa
-from .copies import lower_nest_copy
-from .jam import _in_region, _no_carried_registers, pure_region
+from ...frontend.decode import Reg
+from ...runtime.native import ir
 from ..emit.effects import remap_moves, written_slots
+from ..emit.types import BANK_TYPE, FN_TYPE, I1, I8, I32, I64, PTR, const, offset_of, opaque_alloca
 from .analysis import BR, ZERO, Loop, Nest, entry_constants, innermost_paths, static_trips, successors
+from .copies import lower_nest_copy
+from .guard import InvariantEval
+from .jam import _in_region, _no_carried_registers, pure_region, ranges_apart
 
 
 @dataclass(frozen=True)
@@ -224,10 +228,6 @@ def guard(e, split: ParallelPlan, nest: Nest, ranges, rest, boxes):
     """i1, emitted with the nest's guard: the invocation has an idle pool, the root loop runs
     at least twice, iterations' footprints in every stored buffer lie apart (at most
     |c * step| elements wide), and stored bytes lie apart from every other buffer's."""
-    from ..emit.types import I1, I8, I64, PTR, const, offset_of
-    from .guard import InvariantEval
-    from .jam import ranges_apart
-
     b = e.b
     root = split.root
     runs, start, last, _ = boxes[root.id]
@@ -273,10 +273,6 @@ def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan, threads, apart) -> 
     the region's own function runs over the root loop's iteration space: on the pool when
     `threads` (the split guard) holds, else on this thread. Registers the region writes are
     dead after it (the plan checked), so the caller continues at the root's exit."""
-    from ...runtime.native import ir
-    from ...frontend.decode import Reg
-    from ..emit.types import FN_TYPE, I1, I8, I64, PTR, const, offset_of, opaque_alloca
-
     b = e.b
     root = split.root
     env = opaque_alloca(e.entry_builder(), ir.ArrayType(I64, e.n32 // 2 + e.nref + 1), f"split{root.header}_env")
@@ -297,8 +293,6 @@ def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan, threads, apart) -> 
         fn = ir.Function(e.mod.module, ir.FunctionType(ir.VoidType(), [PTR, PTR, PTR, PTR, I64, I64, I64, PTR]),
                          name=SPLIT_FN)
         fn.attributes.add("nounwind")
-    from .guard import InvariantEval
-
     ev = InvariantEval(e, proven=True)
     start = e.get(_iv(root), "i64")
     pool = b.load(b.gep(e.trap_rec, [const(I64, offset_of("Trap", "pool"))], source_etype=I8), typ=PTR)
@@ -310,9 +304,6 @@ def emit_body(sub, split: ParallelPlan, nest: Nest, jam_plan) -> None:
     """The split nest's function (state, [lo, hi], env, trap): the root loop's region, fast
     copy (jammed where the environment says the buffers are apart), over iterations lo,
     lo + step, ... below hi."""
-    from ...frontend.decode import Reg
-    from ..emit.types import BANK_TYPE, I8, I32, I64, PTR, const
-
     b = sub.b
     sub.prologue()
     env = sub.results  # the FN_TYPE slot carrying the environment
@@ -346,6 +337,4 @@ def emit_body(sub, split: ParallelPlan, nest: Nest, jam_plan) -> None:
 
 
 def _iv(loop: Loop):
-    from ...frontend.decode import Reg
-
     return Reg("i64", loop.iv, False, loop.iv)

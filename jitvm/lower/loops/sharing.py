@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from ...frontend import isa
 from ..emit.effects import instruction_writes, remap_moves
+from ..emit.types import LoweringError
 from .analysis import BR, element_access
 
 P_LANE, Q_LANE = 1, 2
@@ -257,8 +258,6 @@ class CopySharing:
         defs = self._reach_at.get(self.now, {}).get(slot, ())
         webs = {self._find(d) for d in defs}
         if len(webs) > 1:
-            from ..emit.types import LoweringError
-
             raise LoweringError("jam", f"register slot {slot} read with values of several webs")
         return self._taint.get(webs.pop(), 0) if webs else 0
 

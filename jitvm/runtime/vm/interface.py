@@ -13,6 +13,7 @@ from typing import Callable, ClassVar, Sequence
 from ...errors import Error
 from ...frontend.cconv import CallingConvention, parse_cconv
 from . import abi, traps
+from .objects import register_type
 
 
 class Function:
@@ -131,8 +132,6 @@ class NativeModule(ModuleInstance):
 
     @classmethod
     def register_types(cls) -> None:
-        from .objects import register_type
-
         for t in cls.ref_types:
             register_type(t.type_name)
 
