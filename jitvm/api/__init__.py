@@ -70,10 +70,11 @@ def _check_threads(threads) -> int | None:
     return threads
 
 
-def _native_modules(backend, trace):
+def _native_modules(backend, trace, policy=None):
     from ..runtime.modules import CheckModule, HalModule, VmvxModule
 
-    return {"hal": lambda: HalModule(backend, trace_sink=trace), "check": CheckModule, "vmvx": VmvxModule}
+    return {"hal": lambda: HalModule(backend, trace_sink=trace, policy=policy), "check": CheckModule,
+            "vmvx": VmvxModule}
 
 
 def load(source, backend: str = "jit", *, threads: int | None = None, trace=None,
@@ -102,10 +103,13 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     register_hal_types()
     module = load_module(source)
     verified = verify_module(module, verify_features)
-    prefetch = _prefetch(module, be)
+    from ..runtime.modules.hal.formats import FormatPolicy
+
+    policy = FormatPolicy.for_program(module)  # which executable variants the program gets
+    prefetch = _prefetch(module, be) if policy.picks_vmvx() else None
     loaded = LoadedModule(verified, be)
     wanted = [d.name for d in module.dependencies] + [i.module_name for i in module.imports]
-    factories = _native_modules(be, _trace_adapter(trace))
+    factories = _native_modules(be, _trace_adapter(trace), policy)
     context = Context()
     natives = {}
     for name in dict.fromkeys(wanted):

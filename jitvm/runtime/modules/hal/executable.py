@@ -1,4 +1,5 @@
-"""hal.executable for the `vmvx-bytecode-fb` format: an embedded VM module run by jitvm.
+"""hal.executable: created by format; this file holds `vmvx-bytecode-fb`, an embedded VM module
+run by jitvm (llvm-cpu libraries are hal.native_executable's).
 
 The executable's bytes are themselves a .vmfb. It is loaded, verified and prepared with the
 host module's backend (so the JIT compiles dispatches too), instantiated in its own context
@@ -21,7 +22,8 @@ from ...vm.objects import NativeObject, VmBuffer
 from ...exec.dispatch import VMVX_ENTRY_CCONV, DispatchRunner
 from .errors import hal_error
 
-VMVX_FORMAT = "vmvx-bytecode-fb"
+from .formats import VMVX_FORMAT, loader_for, supported_formats
+
 LOCAL_MEMORY_PAGE = 4096
 
 
@@ -162,10 +164,16 @@ def _int_attr(fn: Function, key: str) -> int:
 
 
 def create_executable(executable_format: str, data: bytes, constants: bytes | None, backend,
-                      runner: DispatchRunner, vmvx_module_factory) -> HalExecutable:
-    if executable_format != VMVX_FORMAT:
+                      runner: DispatchRunner, vmvx_module_factory, policy=None) -> HalExecutable:
+    loader = loader_for(executable_format)
+    if loader is None:
         raise hal_error("NOT_FOUND", f"no executable loader registered for the executable format "
-                                     f"'{executable_format}'; the local CPU device loads '{VMVX_FORMAT}'")
+                                     f"'{executable_format}'; the local CPU device loads "
+                                     f"{', '.join(repr(f) for f in supported_formats())}")
+    if loader != "vmvx":
+        from .native_executable import create_library_executable
+
+        return create_library_executable(loader, executable_format, data, constants, policy)
     loaded = _load(data, backend)
     context = Context()
     try:

@@ -128,7 +128,7 @@ class CommandExports:
         data = deref_vm_buffer(executable_data, "hal.executable.create data").tobytes()
         consts = constants_from_buffer(constants if constants is not None and constants.type_name == "vm.buffer"
                                        else None)
-        exe = create_executable(fmt, data, consts, dev.backend, dev.runner, self.vmvx_module)
+        exe = create_executable(fmt, data, consts, dev.backend, dev.runner, self.vmvx_module, dev.policy)
         return exe._attach()
 
     @export("executable.lookup.function", "0rr_I")

@@ -20,6 +20,7 @@ from .exports_command import CommandExports
 from .exports_device import DeviceExports
 from .exports_fence import FenceExports
 from .fence import HalFence
+from .formats import FormatPolicy
 from .file import HalFile
 from ...vm.objects import NativeObject, register_type
 
@@ -44,8 +45,11 @@ class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, Nati
     ref_types = (HalAllocator, HalBuffer, HalBufferView, HalChannel, HalCommandBuffer, HalDevice, HalEvent,
                  HalExecutable, HalFence, HalFile, HalSemaphore)
 
-    def __init__(self, backend=None, runner: DispatchRunner | None = None, trace_sink=None):
-        """`backend` prepares executables (default: the reference interpreter)."""
+    def __init__(self, backend=None, runner: DispatchRunner | None = None, trace_sink=None,
+                 policy: FormatPolicy | None = None):
+        """`backend` prepares executables (default: the reference interpreter); `policy`
+        (FormatPolicy.for_program(host module)) decides which executable variants the device
+        offers the program: llvm-cpu first, JITVM_PREFER=vmvx, CPU features (hal.formats)."""
         super().__init__()
         self.register_types()
         if backend is None:
@@ -54,7 +58,7 @@ class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, Nati
         self.backend = backend
         self.runner = runner if runner is not None else runner_for(backend)
         self.trace_sink = trace_sink
-        self.devices = [HalDevice.new(backend, self.runner)]
+        self.devices = [HalDevice.new(backend, self.runner, policy or FormatPolicy.for_program(None))]
 
     @property
     def device(self) -> HalDevice:
