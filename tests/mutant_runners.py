@@ -346,7 +346,7 @@ def _run_executable(loaded, data: bytes, be, calls: _Calls) -> None:
     """Creates the executable like hal.executable.create and dispatches every entry point."""
     from jitvm.runtime.modules import VmvxModule
     from jitvm.runtime.exec.dispatch import runner_for
-    from jitvm.runtime.modules.hal.executable import VMVX_FORMAT, create_executable, pack_constants
+    from jitvm.runtime.modules.hal.executable import create_vmvx_executable, pack_constants
 
     runner = runner_for(be)
     exports = {e.name for e in loaded.module.exports}
@@ -354,7 +354,7 @@ def _run_executable(loaded, data: bytes, be, calls: _Calls) -> None:
     box = {}
 
     def create():
-        box["exe"] = create_executable(VMVX_FORMAT, data, constants, EmbeddedLoader(be), runner, VmvxModule)
+        box["exe"] = create_vmvx_executable(data, constants, EmbeddedLoader(be), runner, VmvxModule)
 
     if not calls.run("init", "hal.executable.create", create, counter="inits"):
         _run_program(loaded, calls)  # not a valid executable any more: call its exports raw

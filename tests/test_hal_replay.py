@@ -18,7 +18,7 @@ from jitvm.runtime.modules.hal import types as t
 from jitvm.runtime.modules.hal.buffer import HalBuffer
 from jitvm.runtime.modules.hal.errors import own
 from jitvm.api import EmbeddedLoader
-from jitvm.runtime.modules.hal.executable import VMVX_FORMAT, create_executable
+from jitvm.runtime.modules.hal.executable import create_vmvx_executable
 from jitvm.runtime.modules.hal.prepared import DispatchSegment
 
 COUNT = 64  # workgroups: one i32 element each
@@ -85,7 +85,7 @@ def executables():
         runner = NativeDispatchRunner(threads)
         if threads > 1:
             runner.force_threads = threads  # these grids are small: make the pool take them
-        made[threads] = tuple(create_executable(VMVX_FORMAT, data, None, EmbeddedLoader(backend), r, VmvxModule)._attach()
+        made[threads] = tuple(create_vmvx_executable(data, None, EmbeddedLoader(backend), r, VmvxModule)._attach()
                               for r in (runner, PythonOnly(runner)))
     yield made
     for pair in made.values():

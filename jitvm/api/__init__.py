@@ -15,6 +15,7 @@ from ..frontend.module import load_module
 from ..lower.backend import JitBackend
 from ..runtime.modules import CheckModule, HalModule, VmvxModule, register_hal_types
 from ..runtime.modules.hal.executable import Prefetch
+from ..runtime.modules.hal.formats import FormatPolicy
 from ..runtime.modules.hal.fence import HalFence, Semaphore, wait_all
 from ..runtime.vm import abi, heap
 from ..runtime.vm.bytecode import LoadedModule
@@ -69,8 +70,9 @@ class EmbeddedLoader:
         return LoadedModule(verify_module(load_module(data, origin=origin)), self.backend)
 
 
-def _native_modules(loader: EmbeddedLoader, trace):
-    return {"hal": lambda: HalModule(loader, trace_sink=trace), "check": CheckModule, "vmvx": VmvxModule}
+def _native_modules(loader: EmbeddedLoader, trace, policy: FormatPolicy | None = None):
+    return {"hal": lambda: HalModule(loader, trace_sink=trace, policy=policy), "check": CheckModule,
+            "vmvx": VmvxModule}
 
 
 def load(source, backend: str = "jit", *, threads: int | None = None, trace=None,
@@ -91,11 +93,12 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     register_hal_types()
     module = load_module(source)
     verified = verify_module(module, verify_features)
+    policy = FormatPolicy.for_program(module)  # which executable variants the program gets
     loader = EmbeddedLoader(be)
-    prefetch = _prefetch(module, loader)
+    prefetch = _prefetch(module, loader) if policy.picks_vmvx() else None
     loaded = LoadedModule(verified, be)
     wanted = [d.name for d in module.dependencies] + [i.module_name for i in module.imports]
-    factories = _native_modules(loader, _trace_adapter(trace))
+    factories = _native_modules(loader, _trace_adapter(trace), policy)
     context = Context()
     natives = {}
     for name in dict.fromkeys(wanted):

@@ -129,6 +129,8 @@ class DispatchCommand:
             raise hal_error("INVALID_ARGUMENT", f"binding count mismatch for {entry.name}, expected "
                                                 f"{entry.binding_count} but was provided {len(self.bindings)}")
         count = self.workgroup_count or self._indirect_count(table)
+        if exe.runner is None:  # an llvm-cpu library (hal.native_executable): native pointers, no vm objects
+            return self._execute_library(exe, entry, count, table)
         try:
             args = self._spare.pop()
         except IndexError:
@@ -148,6 +150,17 @@ class DispatchCommand:
         finally:
             if args.finish() and len(self._spare) < SPARE_SETS:
                 self._spare.append(args)
+
+    def _execute_library(self, exe, entry, count, table) -> None:
+        bindings = []
+        for i, ref in enumerate(self.bindings):
+            buffer, offset, length = ref.resolve(table)
+            buffer = _require(buffer, f"required binding {i} of {entry.name}")
+            bindings.append(buffer.map_range(offset, length, 0))
+        if 0 in count:
+            return
+        constants = self.constant_buffer.data_address if self.constants else 0
+        exe.dispatch(self.function_id, count, constants, bindings)
 
     def _indirect_count(self, table) -> tuple[int, int, int]:
         buffer, offset, _ = self.workgroups.resolve(table)

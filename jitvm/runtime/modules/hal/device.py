@@ -14,8 +14,9 @@ from ...vm.objects import NativeObject, Ref
 from .allocator import HalAllocator
 from .buffer import HalBuffer, copy
 from .command_buffer import HalCommandBuffer
-from .executable import VMVX_FORMAT
 from .fence import HalFence, wait_all
+from .formats import FormatPolicy
+from .library import cpu_feature_value
 
 DEVICE_ID = "local-sync"
 
@@ -29,9 +30,10 @@ class HalDevice(NativeObject):
     type_name = "hal.device"
     facts = "HalDeviceFacts"
 
-    def __init__(self, loader, runner):
+    def __init__(self, loader, runner, policy: FormatPolicy | None = None):
         self.loader = loader  # executables are loaded with the host module's backend (executable.ExecutableLoader)
         self.runner = runner  # and dispatched with its runner
+        self.policy = policy if policy is not None else FormatPolicy()  # which formats it offers
         self.allocator_ref = HalAllocator.new(DEVICE_ID)
 
     def write_facts(self, facts) -> None:
@@ -48,7 +50,9 @@ class HalDevice(NativeObject):
         if category == "hal.device.id":
             return int(match_pattern(DEVICE_ID, key))
         if category == "hal.executable.format":
-            return int(key == VMVX_FORMAT)
+            return int(self.policy.supports(key))
+        if category == "hal.cpu":
+            return cpu_feature_value(key)
         if category in ("hal.device", "hal.dispatch") and key == "concurrency":
             return 1
         return None

@@ -1,4 +1,5 @@
-"""hal.executable for the `vmvx-bytecode-fb` format: an embedded VM module run by jitvm.
+"""hal.executable: created by format; this file holds `vmvx-bytecode-fb`, an embedded VM module
+run by jitvm (llvm-cpu libraries are hal.native_executable's).
 
 The executable's bytes are themselves a .vmfb. It is loaded, verified and prepared with the
 host module's backend (so the JIT compiles dispatches too), instantiated in its own context
@@ -22,7 +23,8 @@ from ...vm.objects import NativeObject, VmBuffer
 from ...exec.dispatch import VMVX_ENTRY_CCONV, DispatchRunner
 from .errors import hal_error
 
-VMVX_FORMAT = "vmvx-bytecode-fb"
+from .formats import VMVX_FORMAT
+
 LOCAL_MEMORY_PAGE = 4096
 
 
@@ -160,11 +162,10 @@ def _int_attr(fn: Function, key: str) -> int:
                                             f"attribute {text!r}") from None
 
 
-def create_executable(executable_format: str, data: bytes, constants: bytes | None, loader: ExecutableLoader,
-                      runner: DispatchRunner, vmvx_module_factory) -> HalExecutable:
-    if executable_format != VMVX_FORMAT:
-        raise hal_error("NOT_FOUND", f"no executable loader registered for the executable format "
-                                     f"'{executable_format}'; the local CPU device loads '{VMVX_FORMAT}'")
+def create_vmvx_executable(data: bytes, constants: bytes | None, loader: ExecutableLoader, runner: DispatchRunner,
+                           vmvx_module_factory) -> HalExecutable:
+    """A `vmvx-bytecode-fb` executable: its module loaded by `loader`, instantiated beside
+    the vmvx microkernels, constants set, entry points checked."""
     loaded = _load(data, loader)
     context = Context()
     try:

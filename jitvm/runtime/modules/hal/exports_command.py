@@ -10,7 +10,8 @@ from .command_buffer import HalCommandBuffer
 from .commands import CopyCommand, DispatchCommand, FillCommand, UpdateCommand
 from .device import HalDevice
 from .errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error, own
-from .executable import HalExecutable, constants_from_buffer, create_executable
+from .creation import create_executable
+from .executable import HalExecutable, constants_from_buffer
 
 _NO_CHANNELS = "collective channels are not supported by the local-sync device"
 
@@ -129,7 +130,7 @@ class CommandExports:
         data = deref_vm_buffer(executable_data, "hal.executable.create data").tobytes()
         consts = constants_from_buffer(constants if constants is not None and constants.type_name == "vm.buffer"
                                        else None)
-        exe = create_executable(fmt, data, consts, dev.loader, dev.runner, self.vmvx_module)
+        exe = create_executable(fmt, data, consts, dev.loader, dev.runner, self.vmvx_module, dev.policy)
         return exe._attach()
 
     @export("executable.lookup.function", "0rr_I")

@@ -22,6 +22,7 @@ from .exports_command import CommandExports
 from .exports_device import DeviceExports
 from .exports_fence import FenceExports
 from .fence import HalFence
+from .formats import FormatPolicy
 from .file import HalFile
 from ...vm.objects import NativeObject, register_type
 
@@ -46,16 +47,19 @@ class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, Nati
     ref_types = (HalAllocator, HalBuffer, HalBufferView, HalChannel, HalCommandBuffer, HalDevice, HalEvent,
                  HalExecutable, HalFence, HalFile, HalSemaphore)
 
-    def __init__(self, loader: ExecutableLoader | None, runner: DispatchRunner | None = None, trace_sink=None):
+    def __init__(self, loader: ExecutableLoader | None, runner: DispatchRunner | None = None, trace_sink=None,
+                 policy: FormatPolicy | None = None):
         """`loader` loads the executables the program creates, with the backend the host
         module uses (None: a HAL that creates none); that backend's runner (if it has one)
-        dispatches them unless `runner` is given."""
+        dispatches them unless `runner` is given. `policy` (FormatPolicy.for_program(host
+        module)) decides which executable variants the device offers the program: llvm-cpu
+        first, JITVM_PREFER=vmvx, CPU features (hal.formats)."""
         super().__init__()
         self.register_types()
         self.loader = loader if loader is not None else _NoExecutables()
         self.runner = runner if runner is not None else runner_for(self.loader.backend)
         self.trace_sink = trace_sink
-        self.devices = [HalDevice.new(self.loader, self.runner)]
+        self.devices = [HalDevice.new(self.loader, self.runner, policy or FormatPolicy.for_program(None))]
 
     @property
     def device(self) -> HalDevice:
