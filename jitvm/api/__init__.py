@@ -16,7 +16,7 @@ from ..lower.backend import JitBackend
 from ..runtime.modules import CheckModule, HalModule, VmvxModule, register_hal_types
 from ..runtime.modules.hal.executable import Prefetch
 from ..runtime.modules.hal.formats import FormatPolicy
-from ..runtime.modules.hal.fence import HalFence, Semaphore, wait_all
+from ..runtime.modules.hal.fence import HalFence, wait_all
 from ..runtime.vm import abi, heap
 from ..runtime.vm.bytecode import LoadedModule
 from ..runtime.vm.context import Context
@@ -225,9 +225,9 @@ class Function:
 
     def _call_fenced(self, hal, vm_args):
         """Runs a coarse-fences function synchronously: nothing to wait on, then await its signal."""
-        signal = HalFence.new([(Semaphore(0), 1)])
+        signal = HalFence.create()
         results = self.vm_function.call(vm_args + [None, signal])
-        wait_all([signal.payload], f"{self.name} (coarse-fences)")
+        wait_all([signal], f"{self.name} (coarse-fences)")
         return _unwrap([marshal.result_value(r) for r in results])
 
     def _argument(self, hal, index: int, value, decl):

@@ -68,7 +68,7 @@ def array_argument(hal, value, decl: ValueDecl, label: str) -> Ref:
 def array_to_view(hal, arr: np.ndarray, element_type: int) -> Ref:
     data = np.ascontiguousarray(arr)
     buffer = hal.device.allocator.allocate(INPUT_MEMORY_TYPE, INPUT_USAGE, data.nbytes, zeroed=False)
-    buffer.payload.write(0, data.reshape(-1).view(np.uint8))
+    buffer.write(0, data.reshape(-1).view(np.uint8))
     return HalBufferView.new(buffer, data.shape, element_type, hal_types.ENCODING_DENSE_ROW_MAJOR)
 
 

@@ -61,13 +61,25 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("function", "i32"),
         ("pc", "i32"),
     ],
+    # A failure kept for later (a failed HAL semaphore's) and the first fields of every trap
+    # record: what Python formats into a message (runtime.vm.traps).
+    "Failure": [
+        ("status", "i32"),  # IREE status code
+        ("kind", "i32"),  # a TrapKind from runtime.vm.traps, formats `args`, `message` and `inner`
+        ("args", ("array", "i64", 4)),
+        ("message", "ptr"),  # NUL-terminated text owned by the failure (malloc), or null
+        ("inner", "ptr"),  # the owned Failure this one's message wraps, or null
+    ],
     "Trap": [
         ("status", "i32"),  # IREE status code; 0 while nothing failed
         ("kind", "i32"),  # a TrapKind from runtime.vm.traps, formats `args` into a message
         ("args", ("array", "i64", 4)),
-        ("message", "ptr"),  # optional NUL-terminated text (static, or owned by Python)
+        ("message", "ptr"),  # optional NUL-terminated text (static, owned by Python, or `message_owned`)
+        ("inner", "ptr"),  # an owned Failure the kind's message wraps (a waited-on fence's), or null
+        ("message_owned", "u32"),  # 1: `message` was malloc'd for this record, freed when it is taken
         ("frame_count", "i32"),
         ("depth", "i32"),  # current VM call depth of the invocation using this record
+        ("reserved", "u32"),
         ("pool", "ptr"),  # an idle dispatch thread pool the invocation may split loops over, or null
         ("frames", ("array", "Frame", 32)),
     ],
@@ -78,25 +90,51 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("resolved", "u32"),
         ("reserved", "u32"),
     ],
-    # What the HAL's native fast paths (runtime.modules.hal.fastpath) read of Python-backed
-    # objects, right after their header: written when the object is created, never after
-    # (the Python fields they mirror are fixed at construction).
-    "HalBufferViewFacts": [
+    # The HAL's objects (runtime.modules.hal): created and destroyed by native code (objects.ll);
+    # the Python classes are views of these structs. Bit sets are IREE's uint32s.
+    "HalAllocator": [
         ("header", "Object"),
-        ("buffer", "ptr"),  # the view's hal.buffer (the view holds a reference)
-        ("element_type", "u32"),
-        ("encoding_type", "u32"),
-        ("rank", "u32"),  # FACTS_NO_RANK: more dims than `dims` holds (fast paths defer to Python)
-        ("reserved", "u32"),
-        ("dims", ("array", "i64", 8)),
+        ("bytes_allocated", "u64"),  # a statistic (atomic)
     ],
-    "HalBufferFacts": [
+    "HalBuffer": [
         ("header", "Object"),
+        ("memory", "ptr"),  # the vm.buffer holding the allocation's bytes (retained)
+        ("data", "ptr"),  # this buffer's first byte: memory's data + byte_offset
+        ("byte_offset", "u64"),  # of this buffer inside the allocation
         ("byte_length", "u64"),
         ("memory_type", "u32"),
+        ("allowed_access", "u32"),
         ("allowed_usage", "u32"),
+        ("preserve_count", "u32"),  # an allocation's hal.buffer.allocation.preserve count
+        ("parent", "ptr"),  # the allocation a subspan views (retained), null for an allocation
     ],
-    "HalDeviceFacts": [
+    "HalBufferView": [
+        ("header", "Object"),
+        ("buffer", "ptr"),  # the view's hal.buffer (retained)
+        ("element_type", "u32"),
+        ("encoding_type", "u32"),
+        ("rank", "u64"),
+        ("dims", ("array", "i64", 0)),  # `rank` of them, stored after the struct
+    ],
+    # A timeline semaphore: a value that only grows, or a failure once failed.
+    "HalSemaphore": [
+        ("header", "Object"),
+        ("value", "u64"),
+        ("failed", "u32"),  # 1 once failed (the failure's status may be 0: fence.fail with status 0)
+        ("reserved", "u32"),
+        ("failure", "Failure"),
+    ],
+    "Timepoint": [
+        ("semaphore", "ptr"),  # retained by the fence
+        ("value", "u64"),
+    ],
+    "HalFence": [
+        ("header", "Object"),
+        ("count", "u64"),
+        ("timepoints", ("array", "Timepoint", 0)),  # `count` of them (one per semaphore), after the struct
+    ],
+    # The native part of the device (a Python object: loader, runner, format policy).
+    "HalDevice": [
         ("header", "Object"),
         ("allocator", "ptr"),  # the device's hal.allocator (held by the device)
     ],
@@ -185,8 +223,6 @@ BUFFER_ORIGIN_HOST = 1 << 3
 
 LIST_VALUE, LIST_REF, LIST_VARIANT = 0, 1, 2
 
-FACTS_NO_RANK = 0xFFFFFFFF  # HalBufferViewFacts.rank of a view with more dims than it holds
-
 # Value type codes (list element types, variant tags); 0 means none/empty.
 VALUE_CODES = {"i8": 1, "i16": 2, "i32": 3, "i64": 4, "f32": 5, "f64": 6}
 VALUE_NAMES = {v: k for k, v in VALUE_CODES.items()}
@@ -221,6 +257,7 @@ BufferT = CTYPES["Buffer"]
 ListT = CTYPES["List"]
 VariantT = CTYPES["Variant"]
 FrameT = CTYPES["Frame"]
+FailureT = CTYPES["Failure"]
 TrapT = CTYPES["Trap"]
 ImportT = CTYPES["Import"]
 ModuleStateT = CTYPES["ModuleState"]
@@ -230,6 +267,10 @@ ViewT = CTYPES["View"]
 StepT = CTYPES["Step"]
 SequenceT = CTYPES["Sequence"]
 TraceRecordT = CTYPES["TraceRecord"]
+
+
+# A trap record starts with a Failure's fields (native code copies one into the other).
+assert all(getattr(TrapT, n).offset == getattr(FailureT, n).offset for n, _ in STRUCTS["Failure"])
 
 
 def field(struct: str, name: str) -> FieldInfo:

@@ -7,10 +7,13 @@ imported vm.buffers are aliased, never copied (read-only sources only for consta
 from __future__ import annotations
 
 from ...native import layout
-from ...vm.objects import NativeObject, Ref, VmBuffer
+from ...vm.objects import StructView, VmBuffer
+from . import native
 from . import types as t
 from .buffer import HalBuffer
 from .errors import hal_error
+
+DEVICE_NAME = "local-sync"
 
 MAX_ALLOCATION = 1 << 40  # larger requests fail as out of memory instead of being attempted
 
@@ -25,23 +28,31 @@ def canonical_params(memory_type: int, usage: int, access: int = 0) -> tuple[int
     return memory_type, usage, access
 
 
-class HalAllocator(NativeObject):
+class HalAllocator(StructView):
+    __slots__ = ()
     type_name = "hal.allocator"
+    struct_name = "HalAllocator"
+    device_name = DEVICE_NAME
 
-    def __init__(self, device_name: str):
-        self.device_name = device_name
-        self.bytes_allocated = 0  # statistics, for tests and leak hunting
+    @classmethod
+    def create(cls) -> "HalAllocator":
+        return cls.adopt(native.fn.jv_hal_allocator_new(), "allocator")
 
-    def allocate(self, memory_type: int, usage: int, size: int, zeroed: bool = True) -> Ref:
+    @property
+    def bytes_allocated(self) -> int:
+        """Statistics, for tests and leak hunting."""
+        return self.struct.bytes_allocated
+
+    def allocate(self, memory_type: int, usage: int, size: int, zeroed: bool = True) -> HalBuffer:
         """A heap buffer; zero-filled (contents IREE leaves undefined, kept deterministic here)
         unless its creator overwrites it in full at once."""
         if size >= MAX_ALLOCATION:
             raise hal_error("RESOURCE_EXHAUSTED", f"failed to allocate buffer of length {t.as_signed(size)}")
         memory_type, usage, access = canonical_params(memory_type, usage)
-        self.bytes_allocated += size
+        self.struct.bytes_allocated += size
         return HalBuffer.allocate(size, memory_type, usage, access, zeroed=zeroed)
 
-    def import_buffer(self, memory_type: int, usage: int, source: VmBuffer, offset: int, length: int) -> Ref:
+    def import_buffer(self, memory_type: int, usage: int, source: VmBuffer, offset: int, length: int) -> HalBuffer:
         """Aliases `length` bytes of `source` at `offset` (length -1: the rest)."""
         available = source.length
         if length == t.WHOLE_BUFFER:

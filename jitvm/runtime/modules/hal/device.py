@@ -28,20 +28,20 @@ def match_pattern(value: str, pattern: str) -> bool:
 
 class HalDevice(NativeObject):
     type_name = "hal.device"
-    facts = "HalDeviceFacts"
+    facts = "HalDevice"
 
     def __init__(self, loader, runner, policy: FormatPolicy | None = None):
         self.loader = loader  # executables are loaded with the host module's backend (executable.ExecutableLoader)
         self.runner = runner  # and dispatched with its runner
         self.policy = policy if policy is not None else FormatPolicy()  # which formats it offers
-        self.allocator_ref = HalAllocator.new(DEVICE_ID)
+        self.allocator_ref = HalAllocator.create()
 
     def write_facts(self, facts) -> None:
         facts.allocator = self.allocator_ref.addr
 
     @property
     def allocator(self) -> HalAllocator:
-        return self.allocator_ref.payload
+        return self.allocator_ref
 
     # --- queries ---------------------------------------------------------------------------
 

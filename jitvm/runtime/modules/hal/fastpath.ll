@@ -49,11 +49,11 @@ check:
   %usage64 = call i64 @arg(ptr %args, i64 5)
   %types = trunc i64 %types64 to i32
   %usage = trunc i64 %usage64 to i32
-  %pl = getelementptr inbounds i8, ptr %b, i64 ${HalBufferFacts.byte_length}
+  %pl = getelementptr inbounds i8, ptr %b, i64 ${HalBuffer.byte_length}
   %len = load i64, ptr %pl
-  %pm = getelementptr inbounds i8, ptr %b, i64 ${HalBufferFacts.memory_type}
+  %pm = getelementptr inbounds i8, ptr %b, i64 ${HalBuffer.memory_type}
   %mem = load i32, ptr %pm
-  %pu = getelementptr inbounds i8, ptr %b, i64 ${HalBufferFacts.allowed_usage}
+  %pu = getelementptr inbounds i8, ptr %b, i64 ${HalBuffer.allowed_usage}
   %allowed = load i32, ptr %pu
   %long = icmp uge i64 %len, %min
   ; Python reads the i32 bit sets sign-extended: a set top bit goes to Python
@@ -89,17 +89,16 @@ types:
   %enc64 = call i64 @arg(ptr %args, i64 3)
   %et = trunc i64 %et64 to i32
   %enc = trunc i64 %enc64 to i32
-  %pe = getelementptr inbounds i8, ptr %v, i64 ${HalBufferViewFacts.element_type}
+  %pe = getelementptr inbounds i8, ptr %v, i64 ${HalBufferView.element_type}
   %have_et = load i32, ptr %pe
-  %pn = getelementptr inbounds i8, ptr %v, i64 ${HalBufferViewFacts.encoding_type}
+  %pn = getelementptr inbounds i8, ptr %v, i64 ${HalBufferView.encoding_type}
   %have_enc = load i32, ptr %pn
   %opaque = icmp eq i32 %have_enc, ${ENCODING_OPAQUE}
   %same_enc = icmp eq i32 %have_enc, %enc
   %enc_ok = or i1 %opaque, %same_enc
   %et_ok = icmp eq i32 %have_et, %et
-  %pr = getelementptr inbounds i8, ptr %v, i64 ${HalBufferViewFacts.rank}
-  %rank = load i32, ptr %pr
-  %rank64 = zext i32 %rank to i64
+  %pr = getelementptr inbounds i8, ptr %v, i64 ${HalBufferView.rank}
+  %rank64 = load i64, ptr %pr
   %count = call i64 @arg(ptr %args, i64 4)
   %rank_ok = icmp eq i64 %rank64, %count
   %ok1 = and i1 %enc_ok, %et_ok
@@ -112,7 +111,7 @@ dims:
 dim:
   %slot = add i64 %k, 5
   %want = call i64 @arg(ptr %args, i64 %slot)
-  %pd = getelementptr inbounds i8, ptr %v, i64 ${HalBufferViewFacts.dims}
+  %pd = getelementptr inbounds i8, ptr %v, i64 ${HalBufferView.dims}
   %pk = getelementptr inbounds i64, ptr %pd, i64 %k
   %have = load i64, ptr %pk
   %k1 = add i64 %k, 1

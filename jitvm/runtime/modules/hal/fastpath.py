@@ -4,7 +4,7 @@ A model call's host code asks, per argument and result, `hal.buffer_view.assert`
 `hal.buffer_view.buffer`, `hal.buffer.assert` and `hal.device.allocator`: questions about
 facts fixed when the objects were made. Through Python each costs a ctypes callback, a Ref
 per argument and a few lookups, 5-10 us; with the facts copied next to the object's header
-(runtime.native.layout `Hal*Facts`, written by the classes' `write_facts`) native code answers the
+(runtime.native.layout `HalBuffer`, `HalBufferView`, `HalDevice`) native code answers the
 ordinary case directly.
 
 Each function has the uniform import ABI (runtime.vm.abi) and its ctx is the Python
@@ -33,8 +33,8 @@ enabled = os.environ.get("JITVM_HAL_FAST_PATHS", "1") != "0"
 
 # Queries `0r_r` answered with a ref an object holds: name -> (its type, facts struct, field).
 HELD = {
-    "jv_hal_buffer_view_buffer": ("hal.buffer_view", "HalBufferViewFacts", "buffer"),  # hal.buffer_view.buffer
-    "jv_hal_device_allocator": ("hal.device", "HalDeviceFacts", "allocator"),  # hal.device.allocator
+    "jv_hal_buffer_view_buffer": ("hal.buffer_view", "HalBufferView", "buffer"),  # hal.buffer_view.buffer
+    "jv_hal_device_allocator": ("hal.device", "HalDevice", "allocator"),  # hal.device.allocator
 }
 
 

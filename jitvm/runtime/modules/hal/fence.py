@@ -2,60 +2,97 @@
 
 The local-sync device completes every queue operation before returning, so a wait either
 finds its timepoints reached, finds a failure to propagate, or can never be satisfied (no
-other agent runs); that last case is reported instead of hanging as IREE would.
+other agent runs); that last case is reported instead of hanging as IREE would. Both objects
+are native (runtime.native.layout `HalSemaphore`, `HalFence`); a failed semaphore keeps its
+failure as a `Failure` record (runtime.vm.traps formats it). These classes are their views.
 """
 
 from __future__ import annotations
 
 from ....errors import STATUS_CODES, Trap
-from ...vm.objects import NativeObject
+from ...native import layout
+from ...vm import nativelib, traps
+from ...vm.objects import StructView
+from . import native
 from .errors import hal_error
 
 DEFERRED = STATUS_CODES["DEFERRED"]
 DEADLINE_EXCEEDED = STATUS_CODES["DEADLINE_EXCEEDED"]
+_TIMEPOINTS = layout.field("HalFence", "timepoints").offset
+_FAILURE = layout.field("HalSemaphore", "failure").offset
 
 
-class Semaphore:
+class HalSemaphore(StructView):
     """A monotonically increasing 64-bit payload, or a failure status once failed."""
 
-    def __init__(self, value: int = 0):
-        self.value = value
-        self.failure: Trap | None = None
+    __slots__ = ()
+    type_name = "hal.semaphore"
+    struct_name = "HalSemaphore"
+
+    @classmethod
+    def create(cls, value: int = 0) -> "HalSemaphore":
+        return cls.adopt(native.fn.jv_hal_semaphore_new(value), "semaphore")
+
+    @property
+    def value(self) -> int:
+        return self.struct.value
+
+    @property
+    def failure(self) -> Trap | None:
+        return traps.failure_trap(self.addr + _FAILURE) if self.struct.failed else None
 
     def signal(self, value: int) -> None:
-        if self.failure is not None:
-            raise hal_error("ABORTED", f"semaphore was already failed: {self.failure.message}")
+        failure = self.failure
+        if failure is not None:
+            raise hal_error("ABORTED", f"semaphore was already failed: {failure.message}")
         if value <= self.value:
             raise hal_error("OUT_OF_RANGE", f"semaphore values must be monotonically increasing; current value "
                                             f"{self.value}, new value {value}")
-        self.value = value
+        self.struct.value = value
 
     def fail(self, failure: Trap) -> None:
-        if self.failure is None:
-            self.failure = failure
+        s = self.struct
+        if not s.failed:
+            nativelib.fn.jv_failure_set_text(self.addr + _FAILURE, failure.status, traps.FAIL.code,
+                                             failure.message.encode("utf-8", "replace"))
+            s.failed = 1
 
     def reached(self, value: int) -> bool:
-        return self.failure is None and self.value >= value
+        return not self.struct.failed and self.value >= value
 
 
-class HalFence(NativeObject):
+def Semaphore(value: int = 0) -> HalSemaphore:  # noqa: N802 - the constructor's old name
+    """A new semaphore at `value`."""
+    return HalSemaphore.create(value)
+
+
+class HalFence(StructView):
+    __slots__ = ()
     type_name = "hal.fence"
+    struct_name = "HalFence"
 
-    def __init__(self, timepoints: list[tuple[Semaphore, int]] | None = None):
-        self.timepoints: list[tuple[Semaphore, int]] = []
-        for sem, value in timepoints or []:
-            self.insert(sem, value)
+    @classmethod
+    def new(cls, timepoints: list[tuple[HalSemaphore, int]] | None = None) -> "HalFence":
+        """A fence of (semaphore, value) timepoints; a semaphore named twice keeps the later value."""
+        points = list(timepoints or [])
+        arr = (layout.CTYPES["Timepoint"] * max(1, len(points)))()
+        for tp, (sem, value) in zip(arr, points):
+            tp.semaphore, tp.value = sem.addr, value
+        return cls.adopt(native.fn.jv_hal_fence_new(len(points), arr), "fence")
 
-    def insert(self, semaphore: Semaphore, value: int) -> None:
-        """Adds a timepoint, keeping the later value when the semaphore is already present."""
-        for i, (sem, have) in enumerate(self.timepoints):
-            if sem is semaphore:
-                self.timepoints[i] = (sem, max(have, value))
-                return
-        self.timepoints.append((semaphore, value))
+    @classmethod
+    def create(cls) -> "HalFence":
+        """What hal.fence.create makes: one new semaphore at 0, awaiting 1."""
+        return cls.new([(HalSemaphore.create(0), 1)])
+
+    @property
+    def timepoints(self) -> list[tuple[HalSemaphore, int]]:
+        n = self.struct.count
+        points = (layout.CTYPES["Timepoint"] * n).from_address(self.addr + _TIMEPOINTS) if n else ()
+        return [(HalSemaphore(tp.semaphore), tp.value) for tp in points]
 
     def failure(self) -> Trap | None:
-        return next((s.failure for s, _ in self.timepoints if s.failure is not None), None)
+        return next((s.failure for s, _ in self.timepoints if s.struct.failed), None)
 
     def query(self) -> int:
         """IREE status code: OK when reached, DEFERRED while pending, else the failure's code."""

@@ -21,7 +21,7 @@ from .exports_buffer import BufferExports
 from .exports_command import CommandExports
 from .exports_device import DeviceExports
 from .exports_fence import FenceExports
-from .fence import HalFence
+from .fence import HalFence, HalSemaphore
 from .formats import FormatPolicy
 from .file import HalFile
 from ...vm.objects import NativeObject, register_type
@@ -35,10 +35,6 @@ class HalChannel(NativeObject):
 
 class HalEvent(NativeObject):
     type_name = "hal.event"
-
-
-class HalSemaphore(NativeObject):
-    type_name = "hal.semaphore"
 
 
 class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, NativeModule):
