@@ -138,6 +138,48 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("header", "Object"),
         ("allocator", "ptr"),  # the device's hal.allocator (held by the device)
     ],
+    # A finalized command buffer as native code executes it (hal.command_buffer records in
+    # Python, then builds this): its commands in order, barriers left out.
+    "HalCommandBuffer": [
+        ("header", "Object"),
+        ("program", "ptr"),  # CommandProgram, null until finalized
+    ],
+    "CommandProgram": [
+        ("commands", "ptr"),  # Command[count]
+        ("count", "u64"),
+        ("binding_capacity", "u64"),
+        ("submissions", "u64"),  # atomic
+    ],
+    # A buffer operand: `buffer` (a HalBuffer the recording keeps), or binding table slot `slot`.
+    "CommandRef": [("buffer", "ptr"), ("slot", "u64"), ("offset", "u64"), ("length", "u64")],
+    "Command": [
+        ("kind", "u32"),  # hal.program: COMMAND_FILL, _UPDATE, _COPY, _SEGMENT, _PYTHON
+        ("width", "u32"),  # a fill's pattern length
+        ("pattern", "u64"),
+        ("target", "CommandRef"),
+        ("source", "CommandRef"),  # a copy's
+        ("data", "ptr"), ("data_length", "u64"),  # an update's bytes, captured when recorded
+        ("segment", "ptr"),  # Segment of replayed dispatches
+        ("index", "u64"),  # the command (or segment) index Python knows it by
+    ],
+    # Consecutive recorded dispatches replayed by one native sequence (hal.prepared): the
+    # table slots their bindings use, and replicas, each a prepared sequence one execution
+    # at a time holds (executions on several threads at once take different ones).
+    "Segment": [
+        ("slots", "ptr"),  # u64 table slot per slot index
+        ("slot_count", "u64"),
+        ("replicas", "ptr"),  # Replica[replica_count]
+        ("replica_count", "u64"),
+        ("index", "u64"),  # the segment's index in its command buffer
+        ("runner", "ptr"),  # the Runner its sequences run on
+    ],
+    "Replica": [
+        ("busy", "u32"),  # taken with a compare-and-swap by an execution
+        ("valid", "u32"),  # the sequence and signature are prepared
+        ("sequence", "ptr"),  # Sequence
+        ("signature", "ptr"),  # per slot index: byte length, base offset, length, access (u64 each)
+        ("bases", "ptr"),  # per slot index: the address of the slot's first byte in this execution
+    ],
     # Per-context state of one bytecode module instance.
     "ModuleState": [
         ("rwdata", "ptr"),  # global bytes
@@ -172,6 +214,17 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("kind", "u32"), ("_pad3", "u32"),
         ("body", "ptr"), ("state", "ptr"), ("env", "ptr"), ("loop_trap", "ptr"),
         ("start", "i64"), ("step", "i64"), ("bound", "i64"),
+        # 1 while a sequence or a direct call holds the pool (posts to it or lends it to split
+        # loops); taken with a compare-and-swap, never waited for (runtime.exec.workers).
+        ("holder", "u32"), ("_pad4", "u32"),
+    ],
+    # A dispatch runner's state native code reads (runtime.exec.runner): its pool and policy knobs.
+    "Runner": [
+        ("pool", "ptr"),  # the runner's Pool, or null (one thread, or not started yet)
+        ("force", "u32"),  # nonzero: every grid runs on this many threads (tests)
+        ("warm", "u32"),  # sequences of several steps wake parked pool threads first
+        ("last_threads", "u32"),  # how many threads the last dispatch ran on
+        ("_pad", "u32"),
     ],
     # Measured seconds per workgroup of one entry: on the calling thread alone, on all.
     "Cost": [
@@ -262,6 +315,7 @@ TrapT = CTYPES["Trap"]
 ImportT = CTYPES["Import"]
 ModuleStateT = CTYPES["ModuleState"]
 PoolT = CTYPES["Pool"]
+RunnerT = CTYPES["Runner"]
 CostT = CTYPES["Cost"]
 ViewT = CTYPES["View"]
 StepT = CTYPES["Step"]

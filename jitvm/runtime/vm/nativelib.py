@@ -62,7 +62,7 @@ PROTOTYPES = {
     "jv_trap_clear": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_trap_from_failure": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p),
     "jv_object_init": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p),
-    "jv_strdup": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p),
+    "jv_strdup": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p),
     "jv_failure_clear": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
     "jv_failure_copy": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p),
     "jv_failure_set_text": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p),

@@ -110,11 +110,17 @@ def new_record() -> TrapT:
 
 
 def park_exception(trap_addr: int, exc: BaseException) -> int:
-    """Stores a Python exception raised inside a native callback; returns its status code."""
+    """Stores a Python exception raised inside a native callback; returns its status code.
+    The record also gets the exception's message as text of its own, for native code that
+    keeps a copy of the failure (a HAL semaphore the failed operation signals)."""
     rec = TrapT.from_address(trap_addr)
     status = exc.status if isinstance(exc, Trap) else STATUS_CODES["INTERNAL"]
+    text = exc.message if isinstance(exc, Trap) else str(exc)
+    nativelib.fn.jv_trap_clear(trap_addr)
     rec.status = status
     rec.kind = NATIVE.code
+    rec.message = nativelib.fn.jv_strdup(text.encode("utf-8", "replace"))
+    rec.message_owned = 1
     with _pending_lock:
         _pending[trap_addr] = exc
     return status

@@ -10,17 +10,17 @@ is its view.
 from __future__ import annotations
 
 import ctypes
-import struct
+
 import numpy as np
 
 from ...native import layout
-from ...vm.objects import StructView, VmBuffer, header
+from ...vm.objects import StructView, VmBuffer, address_of, header
 from . import native
 from . import types as t
 from .errors import hal_error
 
 ALLOCATION_ALIGNMENT = native.ALLOCATION_ALIGNMENT
-_FILL_DTYPES = {n: np.dtype(f"<u{n}") for n in (1, 2, 4, 8)}  # a fill pattern as one element
+_M64 = 0xFFFFFFFFFFFFFFFF
 
 
 def calculate_range(base_offset: int, max_length: int, offset: int, length: int) -> tuple[int, int]:
@@ -101,28 +101,19 @@ class HalBuffer(StructView):
         return cls.new(memory, 0, memory.length, memory_type, allowed_access, allowed_usage)
 
     def subspan(self, offset: int, length: int) -> "HalBuffer":
-        """IREE's subspan: the same buffer for the whole range, else a view of the allocation."""
-        absolute, adjusted = calculate_range(self.byte_offset, self.byte_length, offset, length)
-        if absolute == self.byte_offset and adjusted == self.byte_length:
-            return HalBuffer(self.addr)
-        root = self.allocated
-        return HalBuffer.new(root.memory, absolute, adjusted, self.memory_type, self.allowed_access,
-                             self.allowed_usage, parent=root)
+        """IREE's subspan (hal.buffer.subspan): the same buffer for the whole range, else a
+        view of the allocation."""
+        return native.call_export("buffer.subspan", self, offset, length)[0]
 
-    # --- access ----------------------------------------------------------------------------
-
-    def check_access(self, required: int) -> None:
-        if required & ~self.allowed_access & (t.ACCESS_READ | t.ACCESS_WRITE | t.ACCESS_DISCARD):
-            raise hal_error("PERMISSION_DENIED",
-                            f"buffer does not support the requested access type; buffer allows "
-                            f"{t.format_bits(self.allowed_access, t.ACCESS_BITS)}, operation requires "
-                            f"{t.format_bits(required, t.ACCESS_BITS)}")
+    # --- access (native: buffers.ll) ----------------------------------------------------------
 
     def map_range(self, offset: int, length: int, access: int) -> tuple[int, int]:
-        """(address, length) of a checked range of this buffer's bytes."""
-        self.check_access(access)
-        absolute, adjusted = calculate_range(self.byte_offset, self.byte_length, offset, length)
-        return self.data_address - self.byte_offset + absolute, adjusted
+        """(address, length) of a checked range of this buffer's bytes: the access bits, then
+        the range (IREE's iree_hal_buffer_calculate_range)."""
+        address, n = ctypes.c_void_p(), ctypes.c_uint64()
+        native.checked("jv_hal_map_range", self.addr, offset & _M64, length & _M64, access, ctypes.byref(address),
+                       ctypes.byref(n))
+        return address.value or 0, n.value
 
     def view(self, offset: int = 0, length: int = t.WHOLE_BUFFER, access: int = t.ACCESS_READ) -> memoryview:
         address, n = self.map_range(offset, length, access)
@@ -143,29 +134,18 @@ class HalBuffer(StructView):
         n = np.dtype(dtype).itemsize * count
         return np.frombuffer(self.view(offset, n), dtype=dtype, count=count).copy()
 
-    # --- transfer operations (IREE's iree_hal_buffer_map_*) ------------------------------------
+    # --- transfer operations (IREE's iree_hal_buffer_map_*, native: queues.ll) -----------------
 
     def read(self, offset: int, length: int) -> bytes:
         return bytes(self.view(offset, length, t.ACCESS_READ))
 
     def write(self, offset: int, data) -> None:
         data = memoryview(data).cast("B")
-        if len(data) == 0:
-            return
-        dst = self.view(offset, len(data), t.ACCESS_WRITE)
-        dst[:] = data
+        native.checked("jv_hal_buffer_write", self.addr, offset & _M64, address_of(data), len(data))
 
     def fill(self, offset: int, length: int, pattern: int, pattern_length: int) -> None:
-        target = self.fill_range(offset, length, pattern_length)
-        if target is None:
-            return
-        address, n = target
-        unit = struct.pack("<Q", pattern & 0xFFFFFFFFFFFFFFFF)[:pattern_length]
-        if unit.count(unit[0]) == pattern_length:  # one repeated byte (zero fills): memset
-            ctypes.memset(address, unit[0], n)
-            return
-        dtype = _FILL_DTYPES[pattern_length]
-        np.frombuffer((ctypes.c_uint8 * n).from_address(address), dtype=dtype)[:] = np.frombuffer(unit, dtype)[0]
+        native.checked("jv_hal_buffer_fill", self.addr, offset & _M64, length & _M64, pattern & _M64,
+                       pattern_length & 0xFFFFFFFF)
 
     def fill_range(self, offset: int, length: int, pattern_length: int) -> tuple[int, int] | None:
         """(address, length) a fill writes, checked as IREE checks it; None: nothing to fill."""
@@ -181,22 +161,7 @@ class HalBuffer(StructView):
         return self.map_range(absolute, adjusted, t.ACCESS_WRITE)
 
 
-def ranges_overlap(a: HalBuffer, a_offset: int, b: HalBuffer, b_offset: int, length: int) -> bool:
-    """Whether two equally long ranges share bytes of one allocation."""
-    if a.allocated != b.allocated or length == 0:
-        return False
-    lo_a, lo_b = a.byte_offset + a_offset, b.byte_offset + b_offset
-    return lo_a < lo_b + length and lo_b < lo_a + length
-
-
 def copy(source: HalBuffer, source_offset: int, target: HalBuffer, target_offset: int, length: int) -> None:
     """IREE's iree_hal_buffer_map_copy: checked, and overlapping ranges are refused."""
-    if length == 0:
-        return
-    if length == t.WHOLE_BUFFER:
-        length = source.byte_length - source_offset
-    if ranges_overlap(source, source_offset, target, target_offset, length):
-        raise hal_error("INVALID_ARGUMENT", "source and target ranges must not overlap within the same buffer")
-    src = source.view(source_offset, length, t.ACCESS_READ)
-    dst = target.view(target_offset, length, t.ACCESS_WRITE)
-    dst[:] = src
+    native.checked("jv_hal_buffer_copy", source.addr, source_offset & _M64, target.addr, target_offset & _M64,
+                   length & _M64)

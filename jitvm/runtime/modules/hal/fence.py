@@ -3,23 +3,38 @@
 The local-sync device completes every queue operation before returning, so a wait either
 finds its timepoints reached, finds a failure to propagate, or can never be satisfied (no
 other agent runs); that last case is reported instead of hanging as IREE would. Both objects
-are native (runtime.native.layout `HalSemaphore`, `HalFence`); a failed semaphore keeps its
-failure as a `Failure` record (runtime.vm.traps formats it). These classes are their views.
+are native (runtime.native.layout `HalSemaphore`, `HalFence`; fences.ll waits, signals and
+fails them); a failed semaphore keeps its failure as a `Failure` record (runtime.vm.traps
+formats it). These classes are their views.
 """
 
 from __future__ import annotations
+
+import ctypes
 
 from ....errors import STATUS_CODES, Trap
 from ...native import layout
 from ...vm import nativelib, traps
 from ...vm.objects import StructView
 from . import native
-from .errors import hal_error
 
 DEFERRED = STATUS_CODES["DEFERRED"]
 DEADLINE_EXCEEDED = STATUS_CODES["DEADLINE_EXCEEDED"]
 _TIMEPOINTS = layout.field("HalFence", "timepoints").offset
 _FAILURE = layout.field("HalSemaphore", "failure").offset
+_TimepointT = layout.CTYPES["Timepoint"]
+
+
+def fail_fence(fence_addr: int, trap: Trap) -> None:
+    """Fails the semaphores of the fence at `fence_addr` not failed yet with `trap`'s status
+    and message (a Failure record native code copies)."""
+    rec = layout.FailureT()
+    addr = ctypes.addressof(rec)
+    nativelib.fn.jv_failure_set_text(addr, trap.status, traps.FAIL.code, trap.message.encode("utf-8", "replace"))
+    try:
+        native.fn.jv_hal_fence_fail_with(fence_addr, addr)
+    finally:
+        nativelib.fn.jv_failure_clear(addr)
 
 
 class HalSemaphore(StructView):
@@ -41,22 +56,6 @@ class HalSemaphore(StructView):
     def failure(self) -> Trap | None:
         return traps.failure_trap(self.addr + _FAILURE) if self.struct.failed else None
 
-    def signal(self, value: int) -> None:
-        failure = self.failure
-        if failure is not None:
-            raise hal_error("ABORTED", f"semaphore was already failed: {failure.message}")
-        if value <= self.value:
-            raise hal_error("OUT_OF_RANGE", f"semaphore values must be monotonically increasing; current value "
-                                            f"{self.value}, new value {value}")
-        self.struct.value = value
-
-    def fail(self, failure: Trap) -> None:
-        s = self.struct
-        if not s.failed:
-            nativelib.fn.jv_failure_set_text(self.addr + _FAILURE, failure.status, traps.FAIL.code,
-                                             failure.message.encode("utf-8", "replace"))
-            s.failed = 1
-
     def reached(self, value: int) -> bool:
         return not self.struct.failed and self.value >= value
 
@@ -75,7 +74,7 @@ class HalFence(StructView):
     def new(cls, timepoints: list[tuple[HalSemaphore, int]] | None = None) -> "HalFence":
         """A fence of (semaphore, value) timepoints; a semaphore named twice keeps the later value."""
         points = list(timepoints or [])
-        arr = (layout.CTYPES["Timepoint"] * max(1, len(points)))()
+        arr = (_TimepointT * max(1, len(points)))()
         for tp, (sem, value) in zip(arr, points):
             tp.semaphore, tp.value = sem.addr, value
         return cls.adopt(native.fn.jv_hal_fence_new(len(points), arr), "fence")
@@ -83,12 +82,12 @@ class HalFence(StructView):
     @classmethod
     def create(cls) -> "HalFence":
         """What hal.fence.create makes: one new semaphore at 0, awaiting 1."""
-        return cls.new([(HalSemaphore.create(0), 1)])
+        return cls.adopt(native.fn.jv_hal_fence_make(), "fence")
 
     @property
     def timepoints(self) -> list[tuple[HalSemaphore, int]]:
         n = self.struct.count
-        points = (layout.CTYPES["Timepoint"] * n).from_address(self.addr + _TIMEPOINTS) if n else ()
+        points = (_TimepointT * n).from_address(self.addr + _TIMEPOINTS) if n else ()
         return [(HalSemaphore(tp.semaphore), tp.value) for tp in points]
 
     def failure(self) -> Trap | None:
@@ -96,18 +95,13 @@ class HalFence(StructView):
 
     def query(self) -> int:
         """IREE status code: OK when reached, DEFERRED while pending, else the failure's code."""
-        failed = self.failure()
-        if failed is not None:
-            return failed.status
-        return 0 if all(s.reached(v) for s, v in self.timepoints) else DEFERRED
+        return native.fn.jv_hal_fence_status(self.addr)
 
     def signal(self) -> None:
-        for sem, value in self.timepoints:
-            sem.signal(value)
+        native.checked("jv_hal_fence_signal_all", self.addr)
 
     def fail(self, failure: Trap) -> None:
-        for sem, _ in self.timepoints:
-            sem.fail(failure)
+        fail_fence(self.addr, failure)
 
     def pending_text(self) -> str:
         return ", ".join(f"semaphore at {s.value} awaiting {v}" for s, v in self.timepoints if not s.reached(v))
@@ -115,13 +109,7 @@ class HalFence(StructView):
 
 def wait_all(fences: list["HalFence | None"], what: str) -> None:
     """Blocks until every fence is reached (immediately, on this device) or raises why not."""
+    label = what.encode("utf-8", "replace")
     for fence in fences:
-        if fence is None:
-            continue
-        failed = fence.failure()
-        if failed is not None:
-            raise Trap(failed.status, f"{what}: a waited-on fence failed: {failed.message}")
-        if fence.query() != 0:
-            raise hal_error("DEADLINE_EXCEEDED",
-                            f"{what} waits on a fence nothing will signal ({fence.pending_text()}); the "
-                            f"synchronous local device would block forever")
+        if fence is not None:
+            native.checked("jv_hal_wait", fence.addr, label)

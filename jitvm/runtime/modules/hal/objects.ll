@@ -1,15 +1,6 @@
 ; The HAL's objects (runtime.modules.hal.native): allocators, buffers, buffer views,
 ; semaphores and fences, made and destroyed here; Python's classes are views of them.
-declare ptr @malloc(i64)
-declare void @free(ptr)
-declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
-declare void @jv_retain(ptr)
-declare void @jv_release(ptr)
-declare void @jv_object_init(ptr, i32, ptr)
-declare ptr @jv_buffer_alloc(i64, i64, i32)
-declare ptr @jv_buffer_alloc_uninitialized(i64, i64, i32)
-declare void @jv_failure_clear(ptr)
+; (Declarations: common.ll.)
 
 ; --- allocators -----------------------------------------------------------------------------
 
