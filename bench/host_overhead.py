@@ -10,6 +10,7 @@ runs beside them (local-sync).
 
     python -m bench.host_overhead                         # 1,000 calls a way per model
     python -m bench.host_overhead --models add4 --rounds 400 --batch 5
+    python -m bench.host_overhead --layers                # and where jitvm's microseconds go (bench.host_layers)
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import sys
 
 import numpy as np
 
+from bench import host_layers
 from bench.alternate import alternating_medians
 from bench.build import compile_model
 from bench.models import matmul, softmax
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=200, help="batches per way, alternating")
     p.add_argument("--batch", type=int, default=5, help="calls per batch")
     p.add_argument("--llvm-cpu", action="store_true", help="also time IREE's llvm-cpu build (local-sync)")
+    p.add_argument("--layers", action="store_true", help="also profile jitvm's call layer by layer")
     args = p.parse_args(argv)
     chosen = models()
     if args.models:
@@ -71,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     cols = ["iree.runtime vmvx", "jitvm"] + (["iree.runtime llvm-cpu"] if args.llvm_cpu else [])
     print("| call | " + " | ".join(f"{c} us" for c in cols) + " | jitvm / iree vmvx |")
     print("|---" * (len(cols) + 2) + "|")
+    profiles = []
     for spec in chosen.values():
         vmfb = str(compile_model(spec, "vmvx", log=lambda *a: None))
         inputs = spec.make_inputs()
@@ -89,6 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         medians = alternating_medians(calls, inputs, args.rounds, args.batch, warm_up=20)
         row = " | ".join(f"{medians[c] * 1e6:.1f}" for c in cols)
         print(f"| {spec.name} | {row} | {medians['jitvm'] / medians['iree.runtime vmvx']:.2f} |", flush=True)
+        if args.layers:
+            profiles.append(host_layers.table(spec.name, host_layers.layers(fns["jitvm"], inputs, args.rounds,
+                                                                            args.batch)))
+    for profile in profiles:
+        print(f"\n{profile}")
     return 0
 
 

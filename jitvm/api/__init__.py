@@ -24,6 +24,7 @@ from ..verify import verify_module
 from ..verify.embedded import embedded_modules
 from . import marshal
 from .declaration import Declaration, parse_declaration
+from .plan import DECLINED, CallPlan
 
 BACKENDS = ("jit", "interp")
 _backends: dict = {}
@@ -196,6 +197,8 @@ class Function:
         if self.declaration is not None and len(self.declaration.inputs) != expected:
             self.declaration = None  # a declaration that does not describe the VM signature is ignored
             self.fenced = False
+        self._plan: CallPlan | None = None  # the native call (jitvm.api.plan), built on the first call
+        self._planned = False
 
     @property
     def reflected(self) -> bool:
@@ -211,6 +214,13 @@ class Function:
         if self.declaration is None:
             abi.check_arity(self.name, self.cconv, args)
             return _unwrap(self.vm_function.call(list(args)))
+        if not self._planned:
+            self._plan, self._planned = CallPlan.build(self), True
+        plan = self._plan
+        if plan is not None and len(args) == plan.input_count:
+            out = plan(args)
+            if out is not DECLINED:
+                return out
         decl = self.declaration
         if len(args) != len(decl.inputs):
             raise ArgumentError(f"{self.name} takes {len(decl.inputs)} argument"

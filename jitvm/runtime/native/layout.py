@@ -193,7 +193,33 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("functions", "ptr"),  # native entry point per internal function (null: not compiled)
         ("function_count", "u64"),
     ],
-    # The executor's (runtime.exec). Fields named _* are padding: templates get no pointer to them.
+    # A numpy array as CPython and numpy lay it out (numpy's public PyArrayObject_fields): the
+    # native call plan (jitvm.api.plan) reads arguments' arrays through it, after checking the
+    # offsets against a live array once per process.
+    "NumpyArray": [
+        ("refcount", "i64"), ("type", "ptr"),  # PyObject_HEAD
+        ("data", "ptr"), ("nd", "i32"), ("_pad", "i32"), ("dimensions", "ptr"), ("strides", "ptr"),
+        ("base", "ptr"), ("descr", "ptr"), ("flags", "i32"),
+    ],
+    # How one reflected function is called natively from numpy (jitvm.api.plan): the VM entry,
+    # where input buffers are allocated, and per input and output what to check and make.
+    "CallPlan": [
+        ("fn", "ptr"), ("ctx", "ptr"),  # the function's native entry (runtime.vm.abi)
+        ("allocator", "ptr"),  # the HAL's allocator, for the input buffers
+        ("ndarray", "ptr"),  # numpy.ndarray's type object: only exact arrays take the native path
+        ("inputs", "ptr"), ("input_count", "u64"),  # PlanValue each
+        ("outputs", "ptr"), ("output_count", "u64"),
+        ("fenced", "u32"), ("_pad", "u32"),  # coarse-fences: a null wait fence and a signal fence follow the inputs
+        ("what", "ptr"),  # what a failed signal fence's wait names
+    ],
+    # An input or output: a scalar slot (tensor 0), or a tensor of `rank` dims (-1: any) whose
+    # arrays may be of `dtypes` numpy dtypes (descriptor pointers), each with its element type
+    # and item size; an output's first element type is the one its view must have.
+    "PlanValue": [
+        ("tensor", "u32"), ("dtype_count", "u32"),
+        ("rank", "u64"), ("dims", "ptr"),
+        ("dtypes", ("array", "ptr", 4)), ("element_types", ("array", "u32", 4)), ("itemsizes", ("array", "u64", 4)),
+    ],
     # The words a dispatch pool's threads share: wake-up and completion, then the posted job.
     "Pool": [
         # First: split-loop guards read it branch-free (lower.loops.parallel): innermost
@@ -316,6 +342,9 @@ ImportT = CTYPES["Import"]
 ModuleStateT = CTYPES["ModuleState"]
 PoolT = CTYPES["Pool"]
 RunnerT = CTYPES["Runner"]
+NumpyArrayT = CTYPES["NumpyArray"]
+CallPlanT = CTYPES["CallPlan"]
+PlanValueT = CTYPES["PlanValue"]
 CostT = CTYPES["Cost"]
 ViewT = CTYPES["View"]
 StepT = CTYPES["Step"]

@@ -97,15 +97,11 @@ class NativeFunction(Function):
         results = abi.result_array(self.cconv)
         trap = TrapT()
         if self._fn(self.ctx, slots, results, ctypes.addressof(trap)):
-            raise traps.take_exception(trap, _no_frame)
+            raise traps.take_exception(trap, traps.no_module_frame)
         return abi.unpack_results(self.cconv, results)
 
     def native_entry(self) -> tuple[int, int]:
         return self.address, self.ctx
-
-
-def _no_frame(state, function, pc):
-    return ("?", f"function {function}", pc, None)
 
 
 def export(name: str, cconv: str):

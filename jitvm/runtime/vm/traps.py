@@ -126,6 +126,11 @@ def park_exception(trap_addr: int, exc: BaseException) -> int:
     return status
 
 
+def no_module_frame(state: int, function: int, pc: int):
+    """`describe_frame` for records of native functions outside any module (they push none)."""
+    return ("?", f"function {function}", pc, None)
+
+
 def take_exception(rec: TrapT, describe_frame) -> BaseException:
     """The exception for a nonzero status: a parked one, or a Trap built from the record.
 

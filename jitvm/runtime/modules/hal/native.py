@@ -3,7 +3,7 @@
 objects.ll makes and destroys the HAL's objects (their structs are runtime.native.layout's
 Hal*); common.ll, buffers.ll, fences.ll and queues.ll are the exports a program's calls
 reach, with the import ABI (runtime.vm.abi), so compiled host code and the interpreter call
-them directly. The Python classes (hal.buffer, hal.buffer_view, hal.fence, ...) are views
+them directly; execute.ll runs finalized command buffers (hal.program). The Python classes (hal.buffer, hal.buffer_view, hal.fence, ...) are views
 that call the same functions through ctypes. Type ids, status codes and trap kinds are this
 process's, filled in when the text is rendered; the texts messages name (`@s.<name>`) are
 the table below.
@@ -15,6 +15,7 @@ import ctypes
 import threading
 
 from ....errors import STATUS_CODES
+from ....lower.llvm import loader
 from ...exec.nativecode import native as native_executor
 from ...native import engine, layout, template
 from ...native.layout import TrapT
@@ -185,7 +186,9 @@ def code() -> engine.JitModule:
             nativelib.load()
             native_executor()  # jv_run_sequence
             engine.provide({"jv_hal_py_call": ctypes.cast(_call, ctypes.c_void_p).value})
-            _code = engine.jit_module(ir_text())
+            # jitvm.api.plan's native calls make inputs and await fences with these
+            _code = loader.load_runtime_ir(ir_text(), "hal", export=("jv_hal_allocate", "jv_hal_buffer_view_new",
+                                                                     "jv_hal_fence_make", "jv_hal_wait"))
     return _code
 
 
@@ -213,11 +216,7 @@ def checked(name: str, *args) -> None:
     """Calls native function `name(*args, trap)`; raises the trap it records."""
     rec = TrapT()
     if getattr(fn, name)(*args, ctypes.addressof(rec)):
-        raise traps.take_exception(rec, _no_frame)
-
-
-def _no_frame(state, function, pc):
-    return ("?", f"function {function}", pc, None)
+        raise traps.take_exception(rec, traps.no_module_frame)
 
 
 class _Functions:
