@@ -28,15 +28,14 @@ def dump_compiled(args, module) -> str:
 
 
 def cmd_cache(args) -> int:
-    from ..lower.llvm import cache
+    from ..runtime.native import cache
 
     if args.action == "clear":
-        print(f"removed {cache.clear()} cached modules from {cache.cache_dir()}")
+        print(f"removed {cache.clear()} cache entries (compiled modules and runtime code) from {cache.cache_dir()}")
     else:
-        d = cache.cache_dir()
-        entries = list(d.glob("*/*")) if d.exists() else []
-        size = sum(f.stat().st_size for e in entries for f in e.iterdir() if f.is_file())
-        print(f"{d}: {len(entries)} compiled modules, {size / 1e6:.1f} MB")
+        found = cache.entries()
+        print(f"{cache.cache_dir()}: {len(found)} entries (compiled modules and runtime code), "
+              f"{sum(size for _, size, _ in found) / 1e6:.1f} MB")
     return 0
 
 
