@@ -1,16 +1,13 @@
-"""Differential fuzzing of the JIT against the reference interpreter.
+"""Fuzzing and differential testing as infrastructure: programs that are valid by
+construction, the oracles that judge them, the corpus they start from and the mutants made
+of it. Tests and bench both use it; nothing else in jitvm imports it.
 
-Generators of valid VM programs (tests/test_fuzz_backends.py runs them under hypothesis;
-`python -m tests.fuzz.campaign` runs long seeded campaigns):
-
-- values.py   edge values (bit patterns) for constants and call arguments
-- ops.py      the ISA table grouped for the generators (no opcode lists of its own)
-- emit.py     choices (hypothesis- or seed-driven), registers, live values, module text
-- scalar.py   any register-to-register op, emitted generically from its ISA fields
-- control.py  branches with remap lists, br_table, loops, calls, recursion, fail
-- memory.py   buffers, lists, globals, ref ops; the module-state observer
-- kernel.py   VMVX-shaped loop nests over aliasing buffers, arguments at the guard's edges
-- program.py  whole modules of each kind
-- run.py      assembling, running under both backends, comparing (the NaN rule is there)
-- campaign.py long seeded campaigns outside pytest
+- generators/  valid VM programs of each kind (seed- or hypothesis-driven)
+- oracles/     what a call should return: the reference interpreter against the JIT
+               (differential.py), IREE's own runtime (iree.py)
+- corpus/      MLIR and VM-assembly programs of a directory the caller names, compiled into
+               a content-keyed cache, with their calls and deterministic inputs
+- mutation/    byte mutants of real modules in worker processes (crashes and hangs counted),
+               and runners that call what verifies under each backend
+- campaign.py  long seeded campaigns outside pytest: `python -m jitvm.fuzz.campaign --help`
 """
