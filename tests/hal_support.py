@@ -44,7 +44,7 @@ def iree_session(vmfb, with_check: bool):
     """An IREE context (local-sync) holding the module (and a check module): (module, keepalive)."""
     import iree.runtime as rt
 
-    from tests.corpus.oracle import make_check_module
+    from jitvm.fuzz.oracles.iree import make_check_module
 
     config = rt.Config("local-sync")
     vm = rt.VmModule.mmap(config.vm_instance, str(vmfb))

@@ -15,7 +15,7 @@ import pytest
 from jitvm.cli import main
 from jitvm.api.declaration import parse_declaration
 from jitvm.cli.values import parse_input
-from tests.corpus import find_tool
+from jitvm.fuzz.corpus import find_tool
 from tests.hal_support import backend_under_test
 
 BACKEND = backend_under_test()

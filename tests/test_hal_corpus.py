@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import jitvm
-from tests.corpus import make_inputs, source_files
+from jitvm.fuzz.corpus import make_inputs
+from tests.corpus import source_files
 from tests.hal_support import backends_under_test, iree_call, iree_session, same_result
 
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]

@@ -9,12 +9,12 @@ import pytest
 
 import jitvm
 from jitvm.frontend.asm import assemble
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.lower.backend import JitBackend
 from jitvm.runtime.exec.runner import NativeDispatchRunner
 from jitvm.runtime.native import layout
 from jitvm.runtime.exec.dispatch import Dispatch
 from jitvm.runtime.vm.objects import VmBuffer, VmList
-from tests.interp_support import instantiate
 
 # A VMVX entry (local memory, constants, bindings, workgroup id xyz, size xyz, count xyz):
 # stores x + 1 at element x of binding 0, spins for constant 2 iterations of a float product

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from jitvm.frontend import isa
 
-from tests.fuzz import ops, values
-from tests.fuzz.emit import VALUE_BANKS, FuncGen, FuncOut, V, reg_text, render
+from . import ops, values
+from .emit import VALUE_BANKS, FuncGen, FuncOut, V, reg_text, render
 
 FAMILY_WEIGHTS = {"binary": 30, "unary": 14, "conversion": 14, "binary_cmp": 10, "shift": 8, "select": 7,
                   "ternary": 5, "unary_cmp": 4, "switch": 4}
