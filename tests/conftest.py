@@ -14,6 +14,8 @@ import pytest
 # (subprocesses the tests start inherit it).
 _JIT_CACHE = tempfile.mkdtemp(prefix="jitvm-test-cache-")
 os.environ["JITVM_CACHE_DIR"] = _JIT_CACHE
+# Hypothesis keeps files of its own (a constants cache) in .hypothesis/ of the working directory.
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(_JIT_CACHE, "hypothesis")
 
 
 
