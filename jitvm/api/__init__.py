@@ -22,7 +22,9 @@ from ..runtime.vm.bytecode import LoadedModule
 from ..runtime.vm.context import Context
 from ..verify import verify_module
 from ..verify.embedded import embedded_modules
+from ..runtime.native import cache
 from . import marshal
+from .compiled import open_bundle
 from .declaration import Declaration, parse_declaration
 
 BACKENDS = ("jit", "interp")
@@ -76,7 +78,7 @@ def _native_modules(loader: EmbeddedLoader, trace, policy: FormatPolicy | None =
 
 
 def load(source, backend: str = "jit", *, threads: int | None = None, trace=None,
-         verify_features: int | None = None) -> "Module":
+         verify_features: int | None = None, compiled=None) -> "Module":
     """Loads a module from a path or bytes and instantiates it in a fresh context.
 
     `threads` is how many threads run a dispatch's workgroups under the JIT (default:
@@ -84,14 +86,18 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     interpreter runs workgroups one after another whatever it says.
     `trace(key, arrays)` receives the tensors of `hal.buffer_view.trace` calls (modules
     compiled with --iree-flow-trace-dispatch-tensors); without it those calls do nothing.
+    `compiled` names a bundle `jitvm compile` wrote for this module: its code is used instead
+    of compiling, after checking it was made for these module bytes and this host.
     """
-    heap.tune()  # freed call buffers stay in the heap for the next call
     threads = _check_threads(threads)
+    module = load_module(source)
+    if compiled is not None:  # before anything compiles: the runtime's own code is in the bundle too
+        cache.use(open_bundle(compiled, module))
+    heap.tune()  # freed call buffers stay in the heap for the next call
     be = get_backend(backend)
     if threads is not None and getattr(be, "name", None) == "jit":
         be = _jit_backend(threads)
     register_hal_types()
-    module = load_module(source)
     verified = verify_module(module, verify_features)
     policy = FormatPolicy.for_program(module)  # which executable variants the program gets
     loader = EmbeddedLoader(be)

@@ -1,6 +1,8 @@
-"""CLI pieces about compiled code: `jitvm dump --llvm/--asm` and `jitvm cache`."""
+"""CLI pieces about compiled code: `jitvm dump --llvm/--asm`, `jitvm cache` and `jitvm compile`."""
 
 from __future__ import annotations
+
+from .paths import resolve_path
 
 
 def add_dump_options(d) -> None:
@@ -39,7 +41,24 @@ def cmd_cache(args) -> int:
     return 0
 
 
+def cmd_compile(args) -> int:
+    from ..api import load
+    from ..api.compiled import write_bundle
+    from ..runtime.native import cache
+
+    with cache.recording() as keys:
+        module = load(resolve_path(args.file), backend="jit")
+    count = write_bundle(module._instance.loaded.module, keys, args.output)
+    module.close()
+    print(f"wrote {args.output}: {count} compiled entries (the module, its executables and the runtime's code)")
+    return 0
+
+
 def add_subcommands(sub) -> None:
+    k = sub.add_parser("compile", help="write a module's compiled code to a bundle jitvm.load(..., compiled=) uses")
+    k.add_argument("file", help=".vmfb file (or example:NAME)")
+    k.add_argument("-o", "--output", required=True, help="the bundle to write (e.g. model.jvc)")
+    k.set_defaults(run=cmd_compile)
     c = sub.add_parser("cache", help="show or clear the cache of compiled modules")
     c.add_argument("action", nargs="?", choices=["info", "clear"], default="info")
     c.set_defaults(run=cmd_cache)

@@ -14,13 +14,12 @@ from ..errors import STATUS_CODES, Error, Trap
 from ..frontend.cconv import Span
 from ..runtime.vm import abi, nativelib, traps
 
-_release = nativelib.fn.jv_release
 
 
 def _release_refs(codes, args) -> None:
     for code, raw in zip(codes, args):
         if code == "r" and raw:
-            _release(raw)
+            nativelib.fn.jv_release(raw)
 
 
 def unresolved(site):

@@ -20,7 +20,7 @@ from ...version import __version__
 
 
 @lru_cache(maxsize=1)
-def _sources_digest() -> str:
+def sources_digest() -> str:
     """A digest of the code that decides what gets compiled: the reader, the verifier, the
     lowering, and the runtime's layouts and native helpers the code links against, with
     their IR templates (the native modules do not shape compiled code)."""
@@ -35,7 +35,7 @@ def _sources_digest() -> str:
 
 def key(flatbuffer: bytes | memoryview, target, options: dict) -> str:
     h = hashlib.sha256()
-    for part in (FORMAT, __version__, _sources_digest(), llvmlite.__version__,
+    for part in (FORMAT, __version__, sources_digest(), llvmlite.__version__,
                  ".".join(map(str, llvm.llvm_version_info)), target.triple, target.cpu, target.features,
                  json.dumps(options, sort_keys=True)):
         h.update(str(part).encode())

@@ -23,6 +23,7 @@ import llvmlite.binding as llvm
 from . import cache, target as targets
 
 STATS: Counter = Counter()  # runtime_compiled, runtime_cache_hits: the runtime's own native code
+RUNTIME_KEYS: set[str] = set()  # the code-store keys of the runtime code this process loaded (bundles need them)
 _lock = threading.Lock()  # one engine at a time: loads come from several threads, LLVM's global context is shared
 
 
@@ -87,6 +88,7 @@ def _object_code(ir: str, host, opt: int) -> bytes:
         h.update(part.encode())
         h.update(b"\0")
     key = "rt" + h.hexdigest()
+    RUNTIME_KEYS.add(key)
     hit = cache.load(key)
     if hit is not None:
         STATS["runtime_cache_hits"] += 1
