@@ -68,11 +68,23 @@ class HalBufferView(NativeObject):
         its buffer or the buffer's memory), which the array then keeps alive; else a copy."""
         buffer = self.buffer
         if ref.refcount == 1 and self.buffer_ref.refcount == 1 and buffer.exclusively_owned():
-            address, n = buffer.map_range(0, self.byte_length, t.ACCESS_READ)
-            if n == self.byte_length and n:
-                raw = np.asarray(_OwnedMemory(address, n, ref))
-                return raw.view(self.dtype).reshape(self.shape)
+            mapped = self.mapped_numpy(ref)
+            if mapped is not None:
+                return mapped
         return self.to_numpy()
+
+    def mapped_numpy(self, owner: Ref, dtype=None, writable: bool = True) -> np.ndarray | None:
+        """The contents as an array over the buffer's own memory (no copy), kept alive by
+        `owner` (a reference to this view), as iree.runtime maps host-visible buffers; None
+        for an empty view or one without a numpy dtype."""
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        if dtype is None:
+            return None
+        address, n = self.buffer.map_range(0, self.byte_length, t.ACCESS_READ)
+        if n != self.byte_length or not n:
+            return None
+        raw = np.asarray(_OwnedMemory(address, n, owner, writable))
+        return raw.view(dtype).reshape(self.shape)
 
     def format(self, max_elements: int = 1024) -> str:
         """IREE's `iree_hal_buffer_view_format`: shape x type = nested [..] elements."""
@@ -82,9 +94,9 @@ class HalBufferView(NativeObject):
 class _OwnedMemory:
     """Bytes at an address, exposed to numpy, kept alive by the ref held here."""
 
-    def __init__(self, address: int, length: int, owner: Ref):
+    def __init__(self, address: int, length: int, owner: Ref, writable: bool = True):
         self.owner = owner
-        self.__array_interface__ = {"shape": (length,), "typestr": "|u1", "data": (address, False),
+        self.__array_interface__ = {"shape": (length,), "typestr": "|u1", "data": (address, not writable),
                                     "version": 3}
 
 

@@ -46,16 +46,18 @@ class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, Nati
     ref_types = (HalAllocator, HalBuffer, HalBufferView, HalChannel, HalCommandBuffer, HalDevice, HalEvent,
                  HalExecutable, HalFence, HalFile, HalSemaphore)
 
-    def __init__(self, loader: ExecutableLoader | None, runner: DispatchRunner | None = None, trace_sink=None):
+    def __init__(self, loader: ExecutableLoader | None, runner: DispatchRunner | None = None, trace_sink=None,
+                 devices=None):
         """`loader` loads the executables the program creates, with the backend the host
         module uses (None: a HAL that creates none); that backend's runner (if it has one)
-        dispatches them unless `runner` is given."""
+        dispatches them unless `runner` is given. `devices` (device Refs, made by the
+        caller, e.g. one per `--device`) replaces the one device made here."""
         super().__init__()
         self.register_types()
         self.loader = loader if loader is not None else _NoExecutables()
         self.runner = runner if runner is not None else runner_for(self.loader.backend)
         self.trace_sink = trace_sink
-        self.devices = [HalDevice.new(self.loader, self.runner)]
+        self.devices = list(devices) if devices else [HalDevice.new(self.loader, self.runner)]
 
     @property
     def device(self) -> HalDevice:
