@@ -7,8 +7,9 @@ copied. A `ParameterProvider` serves one index under a scope; the module's `load
 """
 
 from .formats import load_archive, open_index
+from .writer import archive_bytes, write_archive
 from .index import FileHandle, ParameterEntry, ParameterIndex, ParameterProvider
 from .module import IO_PARAMETERS_MODULE_VERSION, IoParametersModule
 
 __all__ = ["FileHandle", "IO_PARAMETERS_MODULE_VERSION", "IoParametersModule", "ParameterEntry",
-           "ParameterIndex", "ParameterProvider", "load_archive", "open_index"]
+           "ParameterIndex", "ParameterProvider", "archive_bytes", "load_archive", "open_index", "write_archive"]
