@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -105,6 +106,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a file the command was given cannot be read or written
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"jitvm {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug, but still one line (JITVM_TRACEBACK=1 shows it)
+        if os.environ.get("JITVM_TRACEBACK"):
+            raise
+        print(f"jitvm {args.command}: internal error: {type(e).__name__}: {e} (JITVM_TRACEBACK=1 shows where)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
