@@ -140,23 +140,17 @@ def format_elements(view: HalBufferView, max_elements: int) -> str:
 
 
 def _nest(items: list[str], shape, budget: list[int]) -> str:
+    """IREE's nesting; past `budget` elements a row ends in "..." and later rows are "[...]"."""
     if len(shape) == 1:
-        out = []
-        for item in items[:shape[0]]:
+        out = ""
+        for j, item in enumerate(items[:shape[0]]):
             if budget[0] <= 0:
-                out.append("...")
-                break
-            out.append(item)
+                return out + "..."
+            out += (" " if j else "") + item
             budget[0] -= 1
-        return " ".join(out)
+        return out
     stride = math.prod(shape[1:])
-    parts = []
-    for i in range(shape[0]):
-        if budget[0] <= 0:
-            parts.append("...")
-            break
-        parts.append("[" + _nest(items[i * stride:(i + 1) * stride], shape[1:], budget) + "]")
-    return "".join(parts)
+    return "".join("[" + _nest(items[i * stride:(i + 1) * stride], shape[1:], budget) + "]" for i in range(shape[0]))
 
 
 def assert_buffer(buffer: HalBuffer, message: str, minimum_length: int, memory_types: int, usage: int) -> None:
