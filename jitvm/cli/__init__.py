@@ -56,9 +56,25 @@ def cmd_verify(args) -> int:
     failed = False
     for text in args.files:
         for label, error in verdicts(resolve_path(text), text):
+            if error is None and label == text:
+                error = _unrunnable_executables(resolve_path(text))
             print(f"{label}: {'ok' if error is None else 'error: ' + error}", flush=True)
             failed |= error is not None
     return 1 if failed else 0
+
+
+def _unrunnable_executables(path: str) -> str | None:
+    """Why no device here can run the module's executables, or None when one can (or it has none)."""
+    from ..frontend.module import load_module
+    from ..runtime.modules.hal.device import loads_format
+    from ..runtime.modules.hal.executable import VMVX_FORMAT
+    from ..verify.embedded import executable_formats
+
+    formats = executable_formats(load_module(path))
+    if not formats or any(loads_format(f) for f in formats):
+        return None
+    return (f"no device here can run its executables (formats {', '.join(formats)}; "
+            f"this runtime's local device loads {VMVX_FORMAT})")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,12 @@ from .fence import HalFence, wait_all
 DEVICE_ID = "local-sync"
 
 
+def loads_format(executable_format: str) -> bool:
+    """Whether this device can load executables of `executable_format` (what a program asks
+    with `hal.device.query.i64("hal.executable.format", ...)`; `jitvm verify` asks too)."""
+    return executable_format == VMVX_FORMAT
+
+
 def match_pattern(value: str, pattern: str) -> bool:
     """IREE's iree_string_view_match_pattern: `*` and `?` wildcards."""
     return fnmatch.fnmatchcase(value, pattern)
@@ -49,7 +55,7 @@ class HalDevice(NativeObject):
         if category == "hal.device.id":
             return int(match_pattern(self.device_id, key))
         if category == "hal.executable.format":
-            return int(key == VMVX_FORMAT)
+            return int(loads_format(key))
         if category in ("hal.device", "hal.dispatch") and key == "concurrency":
             return 1
         return None
