@@ -38,9 +38,10 @@ def tool(name: str) -> str:
     return path
 
 
-def build(name: str, mlir: str, *flags: str, onnx_model: bytes | None = None) -> Path:
-    """`name`.vmfb compiled from `mlir` (VMVX), or from `onnx_model` imported by iree-import-onnx."""
-    key = hashlib.sha256(repr((mlir, flags, onnx_model)).encode()).hexdigest()[:16]
+def build(name: str, mlir: str, *flags: str, onnx_model: bytes | None = None, target=VMVX_FLAGS) -> Path:
+    """`name`.vmfb compiled from `mlir` (for `target`, VMVX by default), or from `onnx_model`
+    imported by iree-import-onnx."""
+    key = hashlib.sha256(repr((mlir, flags, onnx_model, target)).encode()).hexdigest()[:16]
     out = _CACHE / f"{name}-{key}.vmfb"
     if out.exists():
         return out
@@ -52,7 +53,7 @@ def build(name: str, mlir: str, *flags: str, onnx_model: bytes | None = None) ->
         flags = ("--iree-input-type=onnx", *flags)
     else:
         source.write_text(mlir)
-    done = subprocess.run([tool("iree-compile"), *VMVX_FLAGS, *flags, str(source), "-o", str(out)],
+    done = subprocess.run([tool("iree-compile"), *target, *flags, str(source), "-o", str(out)],
                           capture_output=True, text=True)
     if done.returncode:
         raise AssertionError(f"iree-compile failed for {name}:\n{done.stderr}")
@@ -87,3 +88,45 @@ def canonical(value):
 def run_both(script: str, workdir: Path):
     """(iree's result, jitvm's result), both canonical; the test asserts they are equal."""
     return canonical(run(script, "iree", workdir)), canonical(run(script, "jitvm", workdir))
+
+
+def write_safetensors(path: Path, arrays: dict) -> None:
+    """A .safetensors file (8-byte header length, JSON header, data) of little-endian arrays."""
+    import json
+    import struct
+
+    header, blobs, offset = {}, [], 0
+    names = {np.dtype(np.float32): "F32", np.dtype(np.int32): "I32", np.dtype(np.float16): "F16"}
+    for key, arr in arrays.items():
+        data = np.ascontiguousarray(arr).tobytes()
+        header[key] = {"dtype": names[arr.dtype], "shape": list(arr.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header["__metadata__"] = {"format": "np"}
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def write_gguf(path: Path, arrays: dict, alignment: int = 32) -> None:
+    """A GGUF v3 file of f32 tensors (ggml type 0) with one metadata key."""
+    import struct
+
+    def string(s: str) -> bytes:
+        b = s.encode()
+        return struct.pack("<Q", len(b)) + b
+
+    out = bytearray(struct.pack("<IIQQ", 0x46554747, 3, len(arrays), 1))
+    out += string("general.name") + struct.pack("<I", 8) + string("jitvm-test")
+    offset, blobs = 0, []
+    for key, arr in arrays.items():
+        assert arr.dtype == np.float32
+        dims = list(reversed(arr.shape))  # ggml lists the fastest dimension first
+        out += string(key) + struct.pack("<I", len(dims)) + b"".join(struct.pack("<Q", d) for d in dims)
+        out += struct.pack("<IQ", 0, offset)
+        data = np.ascontiguousarray(arr).tobytes()
+        pad = -len(data) % alignment
+        blobs.append(data + b"\0" * pad)
+        offset += len(data) + pad
+    out += b"\0" * (-len(out) % alignment)
+    path.write_bytes(bytes(out) + b"".join(blobs))

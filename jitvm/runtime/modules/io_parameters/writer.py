@@ -42,7 +42,8 @@ def archive_bytes(entries: list[ParameterEntry]) -> bytes:
             storage += b"\0" * (offset - len(storage)) + bytes(e.view())
             body = _DATA.pack(offset, e.length)
             kind = ENTRY_DATA
-        table += _ENTRY.pack(size, kind, 0, *name_ref, *meta_ref, DATA_ALIGNMENT) + body
+        alignment = 0 if e.is_splat else DATA_ALIGNMENT  # splats have no storage to align
+        table += _ENTRY.pack(size, kind, 0, *name_ref, *meta_ref, alignment) + body
         table += b"\0" * (_align(len(table), ENTRY_ALIGNMENT) - len(table))
     table = table[:table_len]
     prefix = _IRPA_PREFIX.pack(IRPA_MAGIC, 0, 0, header_size, 0, 0)
