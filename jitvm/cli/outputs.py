@@ -13,7 +13,8 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..runtime.modules.hal import types as hal_types
-from ..runtime.modules.hal.buffer_view import HalBufferView, format_float_upper, shape_prefix
+from ..runtime.modules.hal.buffer_view import (HalBufferView, format_element, format_float_upper, nest_elements,
+                                               shape_prefix)
 from ..runtime.vm.objects import Ref
 from .values import format_result, parse_input
 
@@ -59,6 +60,7 @@ def _compare_view(i: int, text: str, view: HalBufferView) -> str | None:
         return f"result[{i}]: expected a tensor (SHAPExTYPE=...), got {text!r}"
     want_type = hal_types.MLIR_ELEMENT_TYPES.get(m_shape.split("x")[-1])
     got_meta = shape_prefix(view.shape, view.element_type)
+    text = f"{m_shape}={nest_elements([format_element(v, expected.dtype) for v in expected.reshape(-1)], expected.shape)}"
     if want_type != view.element_type or tuple(expected.shape) != tuple(view.shape):
         return (f"result[{i}]: metadata is {got_meta}; expected that the view matches {m_shape}; expected that the "
                 f"view is equal to contents of a view of {m_shape}\n  expected:\n{text}\n  actual:\n{_view_text(view)}")

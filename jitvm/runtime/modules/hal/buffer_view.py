@@ -135,8 +135,12 @@ def format_elements(view: HalBufferView, max_elements: int) -> str:
         items = [bytes(r).hex().upper() for r in raw]
     else:
         items = [format_element(v, dtype) for v in view.to_numpy().reshape(-1)]
-    shape = view.shape or (1,)
-    return _nest(items, shape, [max_elements])
+    return nest_elements(items, view.shape, max_elements)
+
+
+def nest_elements(items: list[str], shape, max_elements: int = 1024) -> str:
+    """Formatted elements nested by `shape` as IREE prints a view's contents."""
+    return _nest(items, tuple(shape) or (1,), [max_elements])
 
 
 def _nest(items: list[str], shape, budget: list[int]) -> str:
