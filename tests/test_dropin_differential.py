@@ -129,30 +129,6 @@ func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
 """
 
 
-def test_a_module_with_parameters_from_an_irpa_archive(tmp_path):
-    (tmp_path / "p.vmfb").write_bytes(build("params", PARAMS).read_bytes())
-    import iree.runtime as rt
-
-    rt.save_archive_file({"w": np.linspace(-2, 2, 16, dtype=np.float32).reshape(4, 4),
-                          "b": np.array([0.5, -1, 0.25, 3], np.float32),
-                          "s": rt.SplatValue(np.array(1.5, np.float32), 4)}, tmp_path / "p.irpa")
-    script = """
-import numpy as np
-import iree.runtime as ireert
-index = ireert.ParameterIndex()
-index.load(str(WORKDIR / "p.irpa"))
-config = ireert.Config("local-sync")
-params = ireert.create_io_parameters_module(config.vm_instance, index.create_provider(scope="model"))
-module = ireert.VmModule.mmap(config.vm_instance, str(WORKDIR / "p.vmfb"))
-ctx = ireert.SystemContext(vm_modules=[params, module], config=config)
-x = np.array([1, -2, 3.5, 0.25], np.float32)
-result = [ctx.modules.module.f(x).to_host(), len(index), [k for k, _ in index.items()],
-          [e.length for _, e in index.items()], [e.is_splat for _, e in index.items()], params.function_names]
-"""
-    want, got = run_both(script, tmp_path)
-    assert got == want
-
-
 SCALARS = """
 func.func @rank0(%a: tensor<f32>, %b: tensor<i32>) -> (tensor<f32>, tensor<i32>) {
   %s = arith.mulf %a, %a : tensor<f32>

@@ -1,4 +1,4 @@
-"""Parameters as IREE reads them: the same program and weights in an .irpa, a .safetensors
+"""Parameters as IREE reads them: the same program and weights in an .irpa (with a splat), a .safetensors
 and a .gguf give iree.runtime's bits under jitvm.runtime and jitvm.load, loaded from a
 mapping without copies; the .irpa writer writes IREE's bytes."""
 
@@ -25,7 +25,7 @@ def archives(tmp_path_factory):
     rt = pytest.importorskip("iree.runtime")
     d = tmp_path_factory.mktemp("params")
     (d / "p.vmfb").write_bytes(build("params", PARAMS).read_bytes())
-    rt.save_archive_file({"w": W, "b": B, "s": S}, d / "p.irpa")
+    rt.save_archive_file({"w": W, "b": B, "s": rt.SplatValue(np.array(1.5, np.float32), 4)}, d / "p.irpa")
     write_safetensors(d / "p.safetensors", {"w": W, "b": B, "s": S})
     write_gguf(d / "p.gguf", {"w": W, "b": B, "s": S})
     return d
@@ -43,7 +43,8 @@ params = ireert.create_io_parameters_module(config.vm_instance, index.create_pro
 module = ireert.VmModule.mmap(config.vm_instance, str(WORKDIR / "p.vmfb"))
 ctx = ireert.SystemContext(vm_modules=[params, module], config=config)
 result = [ctx.modules.module.f(np.array([1, -2, 3.5, 0.25], np.float32)).to_host(),
-          sorted(k for k, _ in index.items()), sorted(e.length for _, e in index.items())]
+          sorted(k for k, _ in index.items()), sorted(e.length for _, e in index.items()),
+          sorted(e.is_splat for _, e in index.items()), params.function_names]
 """
     want, got = run_both(script, archives)
     assert got == want

@@ -57,6 +57,19 @@ def _check_span(entry: ParameterEntry, parameter_offset: int, length: int) -> No
                                         f"length={length}) exceeds the {entry.length}-byte parameter")
 
 
+def _requests(key_table, key_data, spans) -> list[tuple[str, int, int, int]]:
+    return _spans(deref_vm_buffer(key_table, "key table"), deref_vm_buffer(key_data, "key data"),
+                  deref_vm_buffer(spans, "spans"))
+
+
+def _entries(provider: ParameterProvider, requests):
+    """(entry, parameter offset, buffer offset, length) per request, each span checked."""
+    for key, parameter_offset, buffer_offset, length in requests:
+        entry = provider.index.lookup(key)
+        _check_span(entry, parameter_offset, length)
+        yield entry, parameter_offset, buffer_offset, length
+
+
 class IoParametersModule(NativeModule):
     """Serves parameters from its providers, the first that handles a scope winning."""
 
@@ -85,14 +98,11 @@ class IoParametersModule(NativeModule):
         if source_scope is not None:
             deref_vm_buffer(source_scope, "io_parameters.load scope")
         provider = self.provider(source_scope)
-        requests = _spans(deref_vm_buffer(key_table, "key table"), deref_vm_buffer(key_data, "key data"),
-                          deref_vm_buffer(spans, "spans"))
+        requests = _requests(key_table, key_data, spans)
 
         def run():
             out = VmList.allocate(BUFFER_ELEMENT_TYPE, len(requests))
-            for key, parameter_offset, buffer_offset, length in requests:
-                entry = provider.index.lookup(key)
-                _check_span(entry, parameter_offset, length)
+            for entry, parameter_offset, buffer_offset, length in _entries(provider, requests):
                 out.append(self._load_one(dev, entry, parameter_offset, buffer_offset, length, memory_types, usage))
             return out
         return dev.queue_op("io_parameters.load", w, s, run)
@@ -111,13 +121,10 @@ class IoParametersModule(NativeModule):
         dev, w, s = self._queue(device, wait, signal, "io_parameters.gather")
         provider = self.provider(source_scope)
         target = deref(target_buffer, HalBuffer, "io_parameters.gather target buffer")
-        requests = _spans(deref_vm_buffer(key_table, "key table"), deref_vm_buffer(key_data, "key data"),
-                          deref_vm_buffer(spans, "spans"))
+        requests = _requests(key_table, key_data, spans)
 
         def run():
-            for key, parameter_offset, buffer_offset, length in requests:
-                entry = provider.index.lookup(key)
-                _check_span(entry, parameter_offset, length)
+            for entry, parameter_offset, buffer_offset, length in _entries(provider, requests):
                 target.write(buffer_offset, entry.read(parameter_offset, length))
         dev.queue_op("io_parameters.gather", w, s, run)
 
@@ -126,15 +133,12 @@ class IoParametersModule(NativeModule):
         dev, w, s = self._queue(device, wait, signal, "io_parameters.scatter")
         source = deref(source_buffer, HalBuffer, "io_parameters.scatter source buffer")
         provider = self.provider(target_scope)
-        requests = _spans(deref_vm_buffer(key_table, "key table"), deref_vm_buffer(key_data, "key data"),
-                          deref_vm_buffer(spans, "spans"))
+        requests = _requests(key_table, key_data, spans)
 
         def run():
-            for key, parameter_offset, buffer_offset, length in requests:
-                entry = provider.index.lookup(key)
-                _check_span(entry, parameter_offset, length)
+            for entry, parameter_offset, buffer_offset, length in _entries(provider, requests):
                 if not entry.is_file or not entry.handle.writable:
-                    raise hal_error("PERMISSION_DENIED", f"parameter '{key}' is not writable")
+                    raise hal_error("PERMISSION_DENIED", f"parameter '{entry.key}' is not writable")
                 entry.view()[parameter_offset:parameter_offset + length] = source.view(buffer_offset, length)
         dev.queue_op("io_parameters.scatter", w, s, run)
 
