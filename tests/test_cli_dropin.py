@@ -16,6 +16,19 @@ from tests.dropin_support import build, tool
 from tests.test_dropin_api import TWO_DEVICE_TARGET, TWO_DEVICES
 from tests.test_dropin_differential import ABS, ASYNC, MUL_ABS, PARAMS, SCALARS
 
+HALF = """
+func.func @bf(%a: tensor<8xbf16>) -> tensor<8xbf16> {
+  %e = tensor.empty() : tensor<8xbf16>
+  %r = linalg.transpose ins(%a : tensor<8xbf16>) outs(%e : tensor<8xbf16>) permutation = [0]
+  return %r : tensor<8xbf16>
+}
+func.func @h(%a: tensor<2x2xf16>, %b: tensor<3xi16>) -> (tensor<2x2xf16>, tensor<3xi16>) {
+  %e = tensor.empty() : tensor<2x2xf16>
+  %r = linalg.transpose ins(%a : tensor<2x2xf16>) outs(%e : tensor<2x2xf16>) permutation = [1, 0]
+  %t = arith.addi %b, %b : tensor<3xi16>
+  return %r, %t : tensor<2x2xf16>, tensor<3xi16>
+}
+"""
 ADD = """
 func.func @add(%a: tensor<4xf32>, %b: tensor<4xf32>) -> tensor<4xf32> {
   %s = arith.addf %a, %b : tensor<4xf32>
@@ -42,7 +55,7 @@ def modules(tmp_path_factory):
     rt = pytest.importorskip("iree.runtime")
     d = tmp_path_factory.mktemp("cli")
     for name, text, flags in (("add", ADD, ()), ("ma", ABS, ()), ("mb", MUL_ABS, ()), ("scalars", SCALARS, ()),
-                              ("p", PARAMS, ()), ("async", ASYNC, ("--iree-execution-model=async-external",))):
+                              ("p", PARAMS, ()), ("half", HALF, ()), ("async", ASYNC, ("--iree-execution-model=async-external",))):
         (d / f"{name}.vmfb").write_bytes(build(name, text, *flags).read_bytes())
     (d / "two.vmfb").write_bytes(build("two_devices", TWO_DEVICES, target=TWO_DEVICE_TARGET).read_bytes())
     rt.save_archive_file({"w": np.linspace(-2, 2, 16, dtype=np.float32).reshape(4, 4),
@@ -64,6 +77,8 @@ SAME_AS_IREE = [
     ["--module=scalars.vmfb", "--function=rank0", "--input=f32=3", "--input=i32=5", "--expected_output=f32=9",
      "--expected_output=(ignored)"],
     ["--module=add.vmfb", "--input=4xf32=1", "--input=4xf32=2", "--output=-"],
+    ["--module=half.vmfb", "--function=bf", "--input=8xbf16=1,2.5,3,4,5,6,7,-8.25"],
+    ["--module=half.vmfb", "--function=h", "--input=2x2xf16=1.5,-2,3,0.1", "--input=3xi16=1,-2,300"],
 ]
 
 

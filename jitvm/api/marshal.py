@@ -28,9 +28,7 @@ def _compatible(have: np.dtype, want: np.dtype) -> bool:
     return have.kind in "biu" and want.kind in "biu" and have.itemsize == want.itemsize
 
 
-def is_float(dtype: np.dtype) -> bool:
-    """numpy floats and the ml_dtypes ones (bfloat16, float8_*), which numpy sees as kind 'V'."""
-    return dtype.kind == "f" or dtype.name == "bfloat16" or dtype.name.startswith("float8")
+is_float = hal_types.is_float_dtype
 
 
 def _coerce_array_like(value, want: np.dtype, label: str) -> np.ndarray:

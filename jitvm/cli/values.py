@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..api.declaration import ELEMENT_DTYPES, SCALAR_TYPES, ValueDecl
 from ..runtime.modules.hal.buffer_view import HalBufferView, format_float_lower
+from ..runtime.modules.hal.types import is_float_dtype
 from ..runtime.vm.objects import Ref
 
 _SHAPED = re.compile(r"^((?:\d+x)*)([a-z]+\d*)(?:=(.*))?$", re.S)
@@ -31,9 +32,7 @@ def parse_element(token: str, dtype: np.dtype):
         if t in ("true", "false"):
             return t == "true"
         return int(t, 0) != 0
-    if dtype.kind == "f":
-        if t in ("nan", "+nan", "-nan", "inf", "+inf", "-inf"):
-            return float(t)
+    if is_float_dtype(dtype):
         return float(t)
     return int(t, 0)
 

@@ -105,7 +105,7 @@ def shape_prefix(shape, element_type: int) -> str:
 
 
 def format_element(value, dtype: np.dtype) -> str:
-    if dtype.kind == "f":
+    if t.is_float_dtype(dtype):
         return format_float_upper(float(value))
     if dtype.kind in "iu":
         return str(int(value))

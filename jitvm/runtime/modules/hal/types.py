@@ -169,6 +169,11 @@ if ml_dtypes is not None:
         (element_type(NUMERICAL_FLOAT_8_E8M0_FNU, 8), ml_dtypes.float8_e8m0fnu),
     ]
 NUMPY_OF_ELEMENT = {et: np.dtype(dt) for et, dt in _NUMPY}
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """numpy floats and the ml_dtypes ones (bfloat16, float8_*), which numpy sees as kind 'V'."""
+    return dtype.kind == "f" or dtype.name == "bfloat16" or dtype.name.startswith("float8")
 ELEMENT_OF_NUMPY = {}
 for _et, _dt in _NUMPY:
     if numerical_type(_et) != NUMERICAL_INTEGER:  # arrays carry their signedness
