@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import Error
 from .paths import resolve_path
 
 
@@ -22,11 +23,17 @@ def dump_compiled(args, module) -> str:
     from ..verify import verify_module
 
     verified = verify_module(module)
-    tgt = target.parse(args.target)
-    if args.asm:
-        return inspect.assembly(verified, tgt)
+    try:
+        tgt = target.parse(args.target)
+    except ValueError as e:
+        raise Error(str(e)) from None
     ordinal = find_function(module, args.function) if args.function else None
-    return inspect.function_ir(verified, ordinal, optimized=not args.unoptimized, target=tgt)
+    try:
+        if args.asm:
+            return inspect.assembly(verified, tgt)
+        return inspect.function_ir(verified, ordinal, optimized=not args.unoptimized, target=tgt)
+    except RuntimeError as e:  # llvmlite: a triple this LLVM build has no backend for
+        raise Error(f"cannot generate code for target {args.target!r}: {str(e).strip()}") from None
 
 
 def cmd_cache(args) -> int:
