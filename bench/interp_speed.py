@@ -22,11 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jitvm.fallback_interp import InterpreterBackend  # noqa: E402
 from jitvm.frontend.module import load_module  # noqa: E402
+from jitvm.fuzz.corpus import Corpus  # noqa: E402
 from jitvm.runtime.vm.bytecode import LoadedModule  # noqa: E402
 from jitvm.runtime.vm.context import Context  # noqa: E402
 from jitvm.runtime.vm.objects import VmBuffer, VmList  # noqa: E402
 from jitvm.verify import verify_module  # noqa: E402
-from tests.corpus import build_corpus  # noqa: E402
+
+CORPUS = Corpus(Path(__file__).resolve().parent.parent / "tests" / "corpus")  # the tests' corpus
 
 SHAPES = {"33x9x17": (33, 17, 9), "4x5x8": (4, 8, 5), "16x16x16": (16, 16, 16)}
 
@@ -40,7 +42,7 @@ def instance_for(path: Path, backend):
 
 
 def run(entry_filter: str, calls: int) -> dict:
-    cm = build_corpus(names=["mlir/matmul"])[0]
+    cm = CORPUS.build(names=["mlir/matmul"])[0]
     exe = cm.executables[0]
     rng = np.random.default_rng(0)
     results = {}

@@ -3,15 +3,16 @@
     python bench/mutant_campaign.py --count 10000 --seed 2026 [--workers 2] [--no-iree]
                                     [--run jit] [--run interp] [--json out.json]
 
-Every mutant changes 1-3 bytes of a corpus module or VMVX executable, biased to the
-bytecode and the function descriptors. Both sides run in worker processes (tests/mutation.py),
-so crashes and hangs are counted. The report gives jitvm's outcomes (rejected, accepted,
-crash, hang, bug = an exception that is not jitvm.Error), IREE's outcomes, the cross table of
-the two verdicts, and the most frequent reasons on each side of a disagreement.
+Every mutant changes 1-3 bytes of a corpus module (tests/corpus) or VMVX executable, biased
+to the bytecode and the function descriptors. Both sides run in worker processes
+(jitvm.fuzz.mutation), so crashes and hangs are counted. The report gives jitvm's outcomes
+(rejected, accepted, crash, hang, bug = an exception that is not jitvm.Error), IREE's
+outcomes, the cross table of the two verdicts, and the most frequent reasons on each side of
+a disagreement.
 
 `--run NAME` (repeatable) calls every accepted mutant's exports with the runner NAME of
-`tests.mutation.RUNNERS`: "jit" and "interp" from tests/mutant_runners.py (imported by
-default; --runner-module adds others). A call may return or raise jitvm.Error; anything else
+`jitvm.fuzz.mutation.RUNNERS`: "jit" and "interp" from jitvm/fuzz/mutation/runners.py
+(imported by default; --runner-module adds others). A call may return or raise jitvm.Error; anything else
 is a BUG and a dead worker a CRASH. Budgets: `--timeout` for loading+verifying (no answer =
 HANG), `--compile-budget` for the backend preparing the module (no answer = HANG, reported
 as a hang while compiling), `--call-budget` per call (no answer = SLOW_CALL: a mutated loop
@@ -35,12 +36,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.corpus import build_corpus  # noqa: E402
-from tests.mutation import (ACCEPTED, BUG, CRASH, HANG, REJECTED, RUNNERS, SLOW_CALL, MutantPool,  # noqa: E402
-                            mutate, seed_from_file)
+from jitvm.fuzz.corpus import Corpus  # noqa: E402
+from jitvm.fuzz.mutation import (ACCEPTED, BUG, CRASH, HANG, REJECTED, RUNNER_MODULE, RUNNERS, SLOW_CALL,  # noqa: E402
+                                 MutantPool, mutate, seed_from_file)
 
 STATUSES = (REJECTED, ACCEPTED, SLOW_CALL, CRASH, HANG, BUG)
-DEFAULT_RUNNER_MODULES = ("tests.mutant_runners",)
+DEFAULT_RUNNER_MODULES = (RUNNER_MODULE,)
+CORPUS = Corpus(Path(__file__).resolve().parent.parent / "tests" / "corpus")  # the tests' corpus
 
 
 @dataclass
@@ -103,7 +105,7 @@ class RunReport:
 
 
 def make_mutants(count: int, seed: int) -> list[Mutant]:
-    seeds = [seed_from_file(p, f"{cm.name}:{p.name}") for cm in build_corpus()
+    seeds = [seed_from_file(p, f"{cm.name}:{p.name}") for cm in CORPUS.build()
              for p in (cm.vmfb, *cm.executables)]
     rng = random.Random(seed)
     out = []
@@ -268,7 +270,8 @@ def main(argv=None) -> int:
     p.add_argument("--run", metavar="NAME", action="append", default=[],
                    help="call accepted mutants' exports with runner NAME (jit, interp); repeatable")
     p.add_argument("--runner-module", action="append", default=[],
-                   help="another module to import (in the workers) that registers runners in tests.mutation.RUNNERS")
+                   help="another module to import (in the workers) that registers runners in "
+                        "jitvm.fuzz.mutation.RUNNERS")
     p.add_argument("--call-budget", type=float, default=2.0, help="seconds per call before SLOW_CALL")
     p.add_argument("--compile-budget", type=float, default=60.0,
                    help="seconds for a backend to prepare a module before it counts as a hang")

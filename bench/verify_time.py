@@ -23,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jitvm.frontend.decode import decode_function  # noqa: E402
 from jitvm.frontend.module import load_module  # noqa: E402
+from jitvm.fuzz.corpus import Corpus, require_tool  # noqa: E402
 from jitvm.verify import verify_module  # noqa: E402
-from tests.corpus import build_corpus, require_tool  # noqa: E402
+
+CORPUS = Corpus(Path(__file__).resolve().parent.parent / "tests" / "corpus")  # the tests' corpus
 
 
 def best_of(repeat: int, fn) -> float:
@@ -65,7 +67,7 @@ HEADER = (f"{'module':58} {'funcs':>5} {'bytes':>8} {'instrs':>7} {'decode ms':>
 def corpus_table(repeat: int) -> list[str]:
     lines = [HEADER]
     totals = {"functions": 0, "bytes": 0, "instructions": 0, "decode": 0.0, "verify": 0.0}
-    for cm in build_corpus():
+    for cm in CORPUS.build():
         for path in (cm.vmfb, *cm.executables):
             label = cm.name if path == cm.vmfb else f"{cm.name} [{path.name[:30]}]"
             r = measure(load_module(path), repeat)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from .errors import ArgumentError, DecodeError, Error, FormatError, Trap, UnsupportedError, VerifyError
+import importlib
 
-from . import verify
-from .verify import verify_module
+from .errors import ArgumentError, DecodeError, Error, FormatError, Trap, UnsupportedError, VerifyError
 
 from .version import __version__
 
@@ -15,6 +14,15 @@ def load(source, backend: str = "jit", **options):
     from .api import load as _load
 
     return _load(source, backend, **options)
+
+
+def __getattr__(name: str):
+    """`jitvm.verify` and `jitvm.verify_module` are imported on first use: `import jitvm`
+    itself reads no module table and imports neither numpy nor LLVM."""
+    if name in ("verify", "verify_module"):
+        verify = importlib.import_module(".verify", __name__)  # binds jitvm.verify: asked once
+        return verify if name == "verify" else verify.verify_module
+    raise AttributeError(f"module 'jitvm' has no attribute {name!r}")
 
 
 __all__ = [

@@ -23,8 +23,18 @@ class UnsupportedError(Error):
     """A well-formed feature this runtime does not provide (a missing import, an ISA extension)."""
 
 
-class ArgumentError(Error):
-    """A caller passed arguments that do not fit the function's signature."""
+class ArgumentError(Error, ValueError):
+    """A caller passed arguments that do not fit the function's signature (a ValueError,
+    as iree.runtime raises for the same mistakes)."""
+
+
+class NotFoundError(Error, AttributeError, KeyError):
+    """A name that is not there: a function of a module, a module of a context. Both an
+    AttributeError and a KeyError, as iree.runtime raises one for `m.f` and the other for
+    `m["f"]`, so existing `except` clauses keep working."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 STATUS_NAMES = {
@@ -32,16 +42,25 @@ STATUS_NAMES = {
     5: "NOT_FOUND", 6: "ALREADY_EXISTS", 7: "PERMISSION_DENIED", 8: "RESOURCE_EXHAUSTED",
     9: "FAILED_PRECONDITION", 10: "ABORTED", 11: "OUT_OF_RANGE", 12: "UNIMPLEMENTED",
     13: "INTERNAL", 14: "UNAVAILABLE", 15: "DATA_LOSS", 16: "UNAUTHENTICATED", 17: "DEFERRED",
+    18: "INCOMPATIBLE",
 }
 STATUS_CODES = {v: k for k, v in STATUS_NAMES.items()}
 
 
-class Trap(Error):
+class Trap(Error, RuntimeError):
     """A program failed while running: a VM trap, vm.fail, a failed check or a native error.
 
     `status` is IREE's status code, `message` the failure text and `backtrace` a list of
-    (module, function, pc, source location or None), innermost first.
+    (module, function, pc, source location or None), innermost first. Like the exceptions
+    iree.runtime raises for a failed status, a Trap is a RuntimeError, and also a ValueError
+    for INVALID_ARGUMENT and NOT_FOUND, an IndexError for OUT_OF_RANGE and a
+    NotImplementedError for UNIMPLEMENTED (`Trap(status, ...)` picks the class).
     """
+
+    def __new__(cls, status: int = 2, message: str = "", backtrace=()):
+        if cls is Trap:
+            cls = _TRAP_CLASSES.get(status, Trap)
+        return super().__new__(cls)
 
     def __init__(self, status: int, message: str, backtrace=()):
         self.status = status
@@ -63,6 +82,24 @@ class Trap(Error):
     def add_frame(self, module: str, function: str, pc: int, location: str | None) -> None:
         self.backtrace.append((module, function, pc, location))
         self.args = (self._text(),)
+
+    def __reduce__(self):
+        return Trap, (self.status, self.message, self.backtrace)
+
+
+class InvalidArgumentTrap(Trap, ValueError):
+    """A Trap with status INVALID_ARGUMENT or NOT_FOUND (iree.runtime: ValueError)."""
+
+
+class OutOfRangeTrap(Trap, IndexError):
+    """A Trap with status OUT_OF_RANGE (iree.runtime: IndexError)."""
+
+
+class UnimplementedTrap(Trap, NotImplementedError):
+    """A Trap with status UNIMPLEMENTED (iree.runtime: NotImplementedError)."""
+
+
+_TRAP_CLASSES = {3: InvalidArgumentTrap, 5: InvalidArgumentTrap, 11: OutOfRangeTrap, 12: UnimplementedTrap}
 
 
 class AsmError(FormatError):

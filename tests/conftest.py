@@ -14,6 +14,8 @@ import pytest
 # (subprocesses the tests start inherit it).
 _JIT_CACHE = tempfile.mkdtemp(prefix="jitvm-test-cache-")
 os.environ["JITVM_CACHE_DIR"] = _JIT_CACHE
+# Hypothesis keeps files of its own (a constants cache) in .hypothesis/ of the working directory.
+os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(_JIT_CACHE, "hypothesis")
 
 
 
@@ -30,11 +32,32 @@ try:  # no example database in the checkout either
 except ImportError:
     pass
 
+
+def _hypothesis_skips_jitvm_fuzz() -> None:
+    """Hypothesis mixes the literals of local modules into what it draws, test files excepted.
+    jitvm/fuzz is test tooling (it lived in tests/ until the structure issue): its edge-value
+    tables and op names are no constants of the system under test, and would make every
+    example depend on the tooling's own source. Private API: without it, examples only differ."""
+    try:
+        from hypothesis.internal.conjecture import providers
+    except ImportError:
+        return
+    is_local = getattr(providers, "is_local_module_file", None)
+    if is_local is None:
+        return
+    fuzz_dir = os.path.join(os.path.dirname(os.path.realpath(__file__)), os.pardir, "jitvm", "fuzz")
+    fuzz_dir = os.path.realpath(fuzz_dir) + os.sep
+    providers.is_local_module_file = lambda path: is_local(path) and not os.path.realpath(path).startswith(fuzz_dir)
+
+
+_hypothesis_skips_jitvm_fuzz()
+
 _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:  # `pytest` (not `python -m pytest`) does not put the root on sys.path
     sys.path.insert(0, _ROOT)
 
-from tests.corpus import CorpusError, CorpusModule, build_corpus, find_tool
+from jitvm.fuzz.corpus import CorpusError, CorpusModule, find_tool
+from tests.corpus import build_corpus
 
 
 @pytest.fixture(scope="session")

@@ -44,7 +44,7 @@ def iree_session(vmfb, with_check: bool):
     """An IREE context (local-sync) holding the module (and a check module): (module, keepalive)."""
     import iree.runtime as rt
 
-    from tests.corpus.oracle import make_check_module
+    from jitvm.fuzz.oracles.iree import make_check_module
 
     config = rt.Config("local-sync")
     vm = rt.VmModule.mmap(config.vm_instance, str(vmfb))
@@ -102,3 +102,38 @@ def same_result(got, want, max_ulps: int = 0) -> str | None:
     if type(got) is not type(want) or got != want:
         return f"{got!r} ({type(got).__name__}) vs IREE {want!r} ({type(want).__name__})"
     return None
+
+
+def corpus_calls_differ_from_iree(module, corpus_module, vmfb, allowed_ulps: int = 0) -> list[str]:
+    """Runs the corpus program's CALL list twice in ONE jitvm module (loaded already) and ONE
+    IREE context (module state, memoized command buffers and executables persist), and names
+    every call whose trap or results differ."""
+    from jitvm import Trap
+    from jitvm.fuzz.corpus import make_inputs
+
+    oracle, keep = iree_session(vmfb, corpus_module.check_tests)
+    problems = []
+    for round_ in (1, 2):
+        for i, call in enumerate(corpus_module.calls):
+            args = make_inputs(corpus_module, i)
+            trapped, message, want = iree_call(oracle, call.function, args)
+            where = f"round {round_} {call}"
+            try:
+                r = module[call.function](*args)
+            except Trap as e:
+                if not trapped:
+                    problems.append(f"{where}: jitvm trapped, IREE did not: {e}")
+                continue
+            if trapped:
+                problems.append(f"{where}: IREE trapped ({message.splitlines()[0][:200]}), jitvm returned {r!r}")
+                continue
+            got = [] if r is None else list(r) if isinstance(r, tuple) else [r]
+            if len(got) != len(want):
+                problems.append(f"{where}: {len(got)} results, IREE {len(want)}")
+                continue
+            for k, (g, w) in enumerate(zip(got, want)):
+                diff = same_result(g, w, allowed_ulps)
+                if diff:
+                    problems.append(f"{where} result {k}: {diff}")
+    del keep
+    return problems

@@ -1,4 +1,4 @@
-"""Helpers for the reference-interpreter tests: instantiate modules, compare with IREE.
+"""Helpers for the reference-interpreter tests: its own IREE-fact programs, and comparing with IREE.
 
 Besides the shared corpus, the interpreter has its own VM-assembly programs in
 tests/interp_programs (IREE facts it reproduces); they use the corpus directives and are
@@ -8,33 +8,18 @@ assembled with iree-as-module into the corpus cache directory, keyed by content.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
-import struct
 import subprocess
 from pathlib import Path
 
 import jitvm
-from jitvm.fallback_interp import InterpreterBackend
-from jitvm.frontend.module import load_module
-from jitvm.runtime.vm.bytecode import LoadedModule
-from jitvm.runtime.vm.context import Context
-from jitvm.verify import verify_module
-from tests.corpus import CorpusModule, cache_dir_default, parse_directives, require_tool
+from jitvm.fuzz.corpus import CorpusModule, cache_dir_default, parse_directives, require_tool
+from jitvm.fuzz.oracles.calls import describe, same_value
 
 PROGRAMS_DIR = Path(__file__).resolve().parent / "interp_programs"
 _STATUS = re.compile(r"\b(CANCELLED|UNKNOWN|INVALID_ARGUMENT|DEADLINE_EXCEEDED|NOT_FOUND|ALREADY_EXISTS|"
                      r"PERMISSION_DENIED|RESOURCE_EXHAUSTED|FAILED_PRECONDITION|ABORTED|OUT_OF_RANGE|"
                      r"UNIMPLEMENTED|INTERNAL|UNAVAILABLE|DATA_LOSS|UNAUTHENTICATED|OK);")
-
-
-def instantiate(path, backend=None, context=None):
-    """(context, instance) of the module at `path` (or in .vmfb bytes) under `backend`
-    (the interpreter by default)."""
-    backend = backend or InterpreterBackend()
-    context = context or Context()
-    source = path if isinstance(path, (bytes, bytearray, memoryview)) else str(path)
-    return context, context.add(LoadedModule(verify_module(load_module(source)), backend))
 
 
 def program(stem: str) -> CorpusModule:
@@ -64,23 +49,6 @@ def iree_status(message: str) -> str | None:
     """The status name in an IREE error message ("... OUT_OF_RANGE; ..."), if any."""
     m = _STATUS.search(message)
     return m.group(1) if m else None
-
-
-def same_value(got, want) -> bool:
-    """Integers exactly (same type), floats bit for bit (NaN payloads too), refs by presence."""
-    if isinstance(want, float) or isinstance(got, float):
-        if not (isinstance(got, float) and isinstance(want, float)):
-            return False
-        return struct.pack("<d", got) == struct.pack("<d", want)
-    if hasattr(got, "addr") or hasattr(want, "addr") or got is None or want is None:
-        return (got is None) == (want is None)
-    return type(got) is type(want) and got == want
-
-
-def describe(v) -> str:
-    if isinstance(v, float):
-        return f"{v!r} (0x{struct.unpack('<Q', struct.pack('<d', v))[0]:016x})" if math.isnan(v) else repr(v)
-    return repr(v)
 
 
 def compare_module(cm: CorpusModule, instance, expected) -> list[str]:

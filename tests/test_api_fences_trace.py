@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jitvm
-from tests.corpus import VMVX_FLAGS, find_tool
+from jitvm.fuzz.corpus import VMVX_FLAGS, find_tool
 from tests.hal_support import backend_under_test
 
 BACKEND = backend_under_test()

@@ -203,7 +203,7 @@ func.func @twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
 def shared_results(tmp_path_factory):
     import subprocess
 
-    from tests.corpus import find_tool
+    from jitvm.fuzz.corpus import find_tool
 
     src = tmp_path_factory.mktemp("shared") / "shared.mlir"
     src.write_text(_SHARED_RESULTS)

@@ -18,7 +18,8 @@ import jitvm
 from jitvm.api import marshal
 from jitvm.api.plan import DECLINED, CallPlan
 from jitvm.runtime.modules.hal.buffer_view import HalBufferView
-from tests.corpus import make_inputs, source_files
+from jitvm.fuzz.corpus import make_inputs
+from tests.corpus import source_files
 
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
 

@@ -18,8 +18,9 @@ import jitvm
 from jitvm.frontend.asm import assemble
 from jitvm.frontend.dump import dump_text
 from jitvm.frontend.module import load_module
-from tests.corpus import make_inputs, source_files
-from tests.corpus.oracle import run_module
+from jitvm.fuzz.corpus import make_inputs
+from jitvm.fuzz.oracles.iree import run_module
+from tests.corpus import source_files
 
 VMASM = [name for name, kind, _ in source_files() if kind == "vmasm"]
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
@@ -72,7 +73,7 @@ def bare_instance(path, backend):
 
 def run_under_jitvm(cm, path, backend):
     """Outcomes of the CALLs on `path` under a jitvm backend, shaped like the oracle's."""
-    from tests.corpus.oracle import Outcome
+    from jitvm.fuzz.oracles.iree import Outcome
 
     if cm.kind == "vmasm":
         _context, instance = bare_instance(path, backend)

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from jitvm.errors import Error
 from jitvm.frontend import load_module, pack_bits, unpack_bits
 from jitvm.frontend.bitpack import CHUNK_ELEMENTS, PackError, packed_size, word_layout
-from tests.corpus import VMVX_FLAGS, require_tool
+from jitvm.fuzz.corpus import VMVX_FLAGS, require_tool
 
 
 def reference_pack(values, bits: int) -> bytes:

@@ -15,7 +15,7 @@ import pytest
 from jitvm.cli import main
 from jitvm.api.declaration import parse_declaration
 from jitvm.cli.values import parse_input
-from tests.corpus import find_tool
+from jitvm.fuzz.corpus import find_tool
 from tests.hal_support import backend_under_test
 
 BACKEND = backend_under_test()
@@ -77,8 +77,10 @@ def test_run_saves_outputs(corpus_module, tmp_path, capsys):
     vmfb = str(corpus_module("mlir/multi_result").vmfb)
     out = tmp_path / "r1.npy"
     assert main(["run", vmfb, "--function=mixed", f"--backend={BACKEND}", "--input=3xi32=1,2,3",
-                 "--input=2x2xf32=1", "--input=4", "--output=-", f"--output=@{out}"]) == 0
+                 "--input=2x2xf32=1", "--input=4", "--output=-", f"--output=@{out}", "--output=-", "--output=-"]) == 0
     assert np.load(out).tolist() == [5, 6, 7]
+    printed = capsys.readouterr().out
+    assert "[5 6 7]" not in printed and "3xi32=5 6 7" not in printed  # a saved result is not printed
 
 
 def test_input_syntax():

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests import corpus as corpus_pkg
-from tests.corpus import build_corpus, make_inputs, parse_directives
-from tests.corpus.oracle import run_module
+from jitvm.fuzz.corpus import Corpus, make_inputs, parse_directives
+from jitvm.fuzz.oracles.iree import run_module
+from tests.corpus import CORPUS, build_corpus
 
 
 def test_corpus_builds(corpus):
@@ -49,12 +49,12 @@ def test_cache_hit_runs_no_subprocess(corpus, monkeypatch):
     monkeypatch.setattr(subprocess, "run", boom)
     monkeypatch.setattr(subprocess, "Popen", boom)
     again = build_corpus(cache_dir=corpus[0].vmfb.parent.parent)
-    assert corpus_pkg.last_build_subprocess_count == 0
+    assert CORPUS.last_build_subprocess_count == 0
     assert [m.vmfb for m in again] == [m.vmfb for m in corpus]
 
 
-def test_cache_key_changes_with_source(tmp_path, monkeypatch):
-    # A private cache: one small program compiled, then recompiled after a flag change.
+def test_cache_key_changes_with_source(tmp_path):
+    # A private corpus and cache: one small program compiled, then recompiled after a flag change.
     src_dir = tmp_path / "vmasm"
     src_dir.mkdir()
     (tmp_path / "mlir").mkdir()
@@ -64,16 +64,15 @@ def test_cache_key_changes_with_source(tmp_path, monkeypatch):
         "  vm.return %i1\n}\n"
     )
     (src_dir / "k.vmasm").write_text(text)
-    monkeypatch.setattr(corpus_pkg, "VMASM_DIR", src_dir)
-    monkeypatch.setattr(corpus_pkg, "MLIR_DIR", tmp_path / "mlir")
+    private = Corpus(tmp_path)
     cache = tmp_path / "cache"
-    first = build_corpus(cache_dir=cache)
-    assert corpus_pkg.last_build_subprocess_count == 1
-    build_corpus(cache_dir=cache)
-    assert corpus_pkg.last_build_subprocess_count == 0
+    first = private.build(cache_dir=cache)
+    assert private.last_build_subprocess_count == 1
+    private.build(cache_dir=cache)
+    assert private.last_build_subprocess_count == 0
     (src_dir / "k.vmasm").write_text(text.replace("add.i32", "mul.i32"))
-    second = build_corpus(cache_dir=cache)
-    assert corpus_pkg.last_build_subprocess_count == 1
+    second = private.build(cache_dir=cache)
+    assert private.last_build_subprocess_count == 1
     assert first[0].vmfb != second[0].vmfb
 
 
@@ -126,7 +125,7 @@ def test_every_call_runs_as_directed(outcomes):
 
 
 def test_check_tests_pass_and_control_fails(outcomes):
-    # The check module is implemented in Python (tests/corpus/oracle.py) because
+    # The check module is implemented in Python (jitvm/fuzz/oracles/iree_check.py) because
     # iree.runtime does not ship IREE's C++ check module.
     seen = 0
     for name, (m, outs) in outcomes.items():

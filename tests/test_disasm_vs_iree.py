@@ -11,7 +11,8 @@ from jitvm.frontend import isa
 from jitvm.frontend.decode import decode_function
 from jitvm.frontend.disasm import Names, instruction_lines
 from jitvm.frontend.module import load_module
-from tests.corpus import require_tool, source_files
+from jitvm.fuzz.corpus import require_tool
+from tests.corpus import source_files
 
 CORPUS_NAMES = [name for name, _, _ in source_files()]
 

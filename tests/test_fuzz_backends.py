@@ -1,15 +1,15 @@
 """Property-based differential fuzzing: random valid VM programs, JIT vs reference interpreter.
 
-Hypothesis draws whole modules (tests/fuzz: straight-line arithmetic on edge values, control
+Hypothesis draws whole modules (jitvm.fuzz.generators: straight-line arithmetic on edge values, control
 flow with remap lists, loops, calls and recursion, buffers/lists/globals, VMVX-shaped loop
 nests over aliasing buffers), assembles them with jitvm's own assembler, runs every call
 under both backends and compares results bit for bit, traps by status and message, and the
 module state after each call. The only tolerance, for float values computed in loops with
-buffer accesses, is documented in tests/fuzz/run.py.
+buffer accesses, is documented in jitvm/fuzz/oracles/differential.py.
 
 The default run is derandomized (the same examples every time, about a minute on two
 cores); `-m slow` runs thousands of random programs per kind. For longer or reproducible
-campaigns outside pytest: `python -m tests.fuzz.campaign --help`.
+campaigns outside pytest: `python -m jitvm.fuzz.campaign --help`.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from hypothesis import HealthCheck, given, settings
 
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend import isa
+from jitvm.fuzz.generators import ops as fuzz_ops
+from jitvm.fuzz.generators.emit import RandomChooser
+from jitvm.fuzz.generators.program import generate
+from jitvm.fuzz.generators.strategies import programs
+from jitvm.fuzz.oracles.differential import run_program
 from jitvm.lower.backend import JitBackend
-from tests.fuzz import ops as fuzz_ops
-from tests.fuzz.emit import RandomChooser
-from tests.fuzz.program import generate, programs
-from tests.fuzz.run import run_program
 
 pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be reset")
 
@@ -110,7 +111,7 @@ def test_kernel_programs_run_split_loops():
 
 def test_every_op_is_generated():
     """Every opcode of the ISA table appears in generated programs, except the few that
-    fuzz/ops.py lists with a reason (so a new opcode cannot be silently left out)."""
+    fuzz/generators/ops.py lists with a reason (so a new opcode cannot be silently left out)."""
     seen = Counter()
     for kind in ("scalar", "control", "memory", "kernel"):
         for seed in range(40):

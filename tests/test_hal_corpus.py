@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import jitvm
-from tests.corpus import make_inputs, source_files
-from tests.hal_support import backends_under_test, iree_call, iree_session, same_result
+from tests.corpus import source_files
+from tests.hal_support import backends_under_test, corpus_calls_differ_from_iree
 
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
 BACKENDS = backends_under_test()
@@ -44,31 +44,7 @@ def test_corpus_program_equals_iree(corpus_module, backend, name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # "JIT not available" / interpreter fallbacks
         module = jitvm.load(str(m.vmfb), backend=backend)
-    oracle, keep = iree_session(m.vmfb, m.check_tests)
-    problems = []
-    for round_ in (1, 2):
-        for i, call in enumerate(m.calls):
-            args = make_inputs(m, i)
-            trapped, message, want = iree_call(oracle, call.function, args)
-            where = f"round {round_} {call}"
-            try:
-                r = module[call.function](*args)
-            except jitvm.Trap as e:
-                if not trapped:
-                    problems.append(f"{where}: jitvm trapped, IREE did not: {e}")
-                continue
-            if trapped:
-                problems.append(f"{where}: IREE trapped ({message.splitlines()[0][:200]}), jitvm returned {r!r}")
-                continue
-            got = [] if r is None else list(r) if isinstance(r, tuple) else [r]
-            if len(got) != len(want):
-                problems.append(f"{where}: {len(got)} results, IREE {len(want)}")
-                continue
-            for k, (g, w) in enumerate(zip(got, want)):
-                diff = same_result(g, w, allowed)
-                if diff:
-                    problems.append(f"{where} result {k}: {diff}")
-    del keep
+    problems = corpus_calls_differ_from_iree(module, m, m.vmfb, allowed)
     assert not problems, "\n".join(problems)
     assert m.calls, "every corpus program has calls"
 

@@ -85,7 +85,7 @@ def test_a_rearranged_or_kept_list_drops_the_set(change):
 
 
 def _add_module(tmp_path):
-    from tests.corpus import find_tool
+    from jitvm.fuzz.corpus import find_tool
     import subprocess
 
     src = tmp_path / "add.mlir"

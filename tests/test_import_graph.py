@@ -29,8 +29,8 @@ STAGES = [
     "jitvm.runtime.modules",    # native modules: hal, check, vmvx
     "jitvm.api",                # jitvm.load, numpy marshalling
     "jitvm.cli", "jitvm.__main__",
-    "jitvm.fuzz",               # program generators, mutators and differential runners
     "jitvm",                    # the package itself: re-exports the API
+    "jitvm.fuzz",               # program generators, mutators and differential runners (users of the API)
 ]
 
 

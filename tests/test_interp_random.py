@@ -15,9 +15,9 @@ import struct
 import pytest
 
 from jitvm.fallback_interp import floats
-from tests.corpus import ArgSpec, Call
-from tests.corpus.oracle import _vmasm_session, call_vmasm
-from tests.interp_support import describe, instantiate, same_value
+from jitvm.fuzz.corpus import ArgSpec, Call
+from jitvm.fuzz.oracles.calls import describe, instantiate, same_value
+from jitvm.fuzz.oracles.iree import _vmasm_session, call_vmasm
 
 PROGRAMS = ["vmasm/int_arith", "vmasm/bits_shifts", "vmasm/conversions", "vmasm/float_f32", "vmasm/float_f64"]
 DTYPE = {"i": "i32", "I": "i64", "f": "f32", "F": "f64"}

@@ -15,6 +15,7 @@ import pytest
 
 import jitvm
 from jitvm.fallback_interp import InterpreterBackend
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.runtime.vm import abi, traps
 from jitvm.runtime.vm.bytecode import describe_frame
 from jitvm.runtime.vm.context import Context
@@ -22,7 +23,7 @@ from jitvm.runtime.native.layout import TrapT
 from jitvm.runtime.vm.interface import NativeModule, export
 from jitvm.runtime.vm.objects import VmBuffer, VmList
 from jitvm.runtime.vm.semantics import MAX_CALL_DEPTH
-from tests.interp_support import instantiate, program
+from tests.interp_support import program
 
 
 class Host(NativeModule):

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from jitvm.fuzz.oracles.calls import instantiate
+from jitvm.fuzz.oracles.iree import run_module
 from tests.corpus import source_files
-from tests.corpus.oracle import run_module
-from tests.interp_support import compare_module, instantiate, program, program_stems
+from tests.interp_support import compare_module, program, program_stems
 
 VMASM = [name for name, kind, _ in source_files() if kind == "vmasm"]
 

@@ -13,13 +13,13 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend.asm import assemble
 from jitvm.frontend.module import load_module
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.lower.loops import sharing as copy_sharing, jam
 from jitvm.lower.backend import JitBackend
 from jitvm.lower.loops.sharing import ALL_LANES, P_LANE, Q_LANE
 from jitvm.lower.loops.analysis import find_nests
 from jitvm.lower.module import ModuleLowering
 from jitvm.verify import verify_module
-from tests.interp_support import instantiate
 from tests.matmul_program import matmul_vmasm, run_matmul
 
 N, K = 32, 5

@@ -14,10 +14,10 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend.asm import assemble
 from jitvm.frontend.module import load_module
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.lower.backend import JitBackend
 from jitvm.lower.module import ModuleLowering
 from jitvm.verify import verify_module
-from tests.interp_support import instantiate
 from tests.matmul_program import matmul_vmasm, run_matmul
 
 SHAPES = {  # name -> matmul_vmasm's (rows, cols, depth); None: from the call's arguments

@@ -10,9 +10,9 @@ import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend.asm import assemble
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.lower.backend import JitBackend
 from jitvm.runtime.vm.objects import VmBuffer
-from tests.interp_support import instantiate
 from tests.matmul_program import matmul_vmasm
 
 MATMUL = matmul_vmasm()

@@ -15,11 +15,11 @@ import pytest
 
 import jitvm
 from jitvm.frontend.asm import assemble
+from jitvm.fuzz.corpus import make_inputs
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.lower.emit.registry import LOWERINGS
 from jitvm.lower.backend import STATS, JitBackend
 from jitvm.lower.emit.emitter import LoweringError
-from tests.corpus import make_inputs
-from tests.interp_support import instantiate
 
 PROGRAM = """
 vm.module @mixed version 0

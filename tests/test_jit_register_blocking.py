@@ -11,11 +11,11 @@ import pytest
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend.asm import assemble
 from jitvm.frontend.module import load_module
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.lower.loops import jam
 from jitvm.lower.backend import JitBackend
 from jitvm.lower.loops.analysis import find_nests
 from jitvm.verify import verify_module
-from tests.interp_support import instantiate
 from tests.matmul_program import matmul_vmasm, run_matmul
 
 N, K = 32, 5  # columns (P: 2 groups of 16 per row), reduction length

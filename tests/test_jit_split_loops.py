@@ -13,9 +13,9 @@ import pytest
 
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.frontend.asm import assemble
+from jitvm.fuzz.oracles.calls import instantiate
 from jitvm.lower.backend import JitBackend
 from jitvm.runtime.vm.objects import VmBuffer
-from tests.interp_support import instantiate
 
 # @k(out, in, rows, cols): a two-deep nest over rows (the root loop) and columns; BODY is
 # the inner loop's work with %i18:19 = row * cols + col. START is the first row.

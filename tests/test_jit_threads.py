@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 
 import jitvm
+from jitvm.fuzz.corpus import make_inputs
 from jitvm.runtime.exec import runner as dispatch
 from jitvm.lower.backend import JitBackend
-from tests.corpus import make_inputs, source_files
+from tests.corpus import source_files
 
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
 

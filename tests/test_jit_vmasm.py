@@ -9,12 +9,12 @@ import pytest
 
 import jitvm
 from jitvm.frontend.module import load_module
+from jitvm.fuzz.oracles.iree import run_module
 from jitvm.lower.backend import JitBackend
 from jitvm.runtime.vm.bytecode import LoadedModule
 from jitvm.runtime.vm.context import Context
 from jitvm.verify import verify_module
 from tests.corpus import source_files
-from tests.corpus.oracle import run_module
 
 VMASM = [name for name, kind, _ in source_files() if kind == "vmasm"]
 

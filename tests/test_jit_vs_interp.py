@@ -19,9 +19,11 @@ import pytest
 
 import jitvm
 from jitvm.fallback_interp import InterpreterBackend
+from jitvm.fuzz.corpus import make_inputs
+from jitvm.fuzz.oracles.calls import describe, instantiate, outcome, same_outcome, same_value, show
 from jitvm.lower.backend import STATS, JitBackend
-from tests.corpus import make_inputs, source_files
-from tests.interp_support import describe, instantiate, program, program_stems, same_value
+from tests.corpus import source_files
+from tests.interp_support import program, program_stems
 from tests.test_interp_random import DTYPE, PROGRAMS as SCALAR_PROGRAMS, _float, _int
 
 VMASM = [name for name, kind, _ in source_files() if kind == "vmasm"]
@@ -38,28 +40,6 @@ def no_fallbacks():
     before = STATS["fallback_functions"]
     yield
     assert STATS["fallback_functions"] == before, "the JIT fell back to the interpreter"
-
-
-def outcome(fn, args):
-    """("ok", results) or ("trap", status, message) of one raw call."""
-    try:
-        return ("ok", fn.call(list(args)))
-    except jitvm.Trap as e:
-        return ("trap", e.status_name, e.message)
-
-
-def same_outcome(a, b) -> bool:
-    if a[0] != b[0]:
-        return False
-    if a[0] == "trap":
-        return a[1:] == b[1:]
-    return len(a[1]) == len(b[1]) and all(same_value(x, y) for x, y in zip(a[1], b[1]))
-
-
-def show(o) -> str:
-    if o[0] == "trap":
-        return f"trap {o[1]}: {o[2]}"
-    return "[" + ", ".join(map(describe, o[1])) + "]"
 
 
 def compare_raw_calls(vmfb, calls, backends) -> list[str]:

@@ -25,8 +25,9 @@ import pytest
 import jitvm
 from jitvm.runtime.modules.hal import elf as elfmod
 from jitvm.runtime.modules.hal import creation, formats, library, native_executable
-from tests.corpus import build_corpus, make_inputs, require_tool
-from tests.hal_support import backends_under_test, iree_call, iree_session, same_result
+from jitvm.fuzz.corpus import make_inputs, require_tool
+from tests.corpus import build_corpus
+from tests.hal_support import backends_under_test, corpus_calls_differ_from_iree, iree_call, iree_session, same_result
 
 HOST = elfmod.host_machine()
 pytestmark = pytest.mark.skipif(HOST is None or not sys.platform.startswith("linux"),
@@ -121,29 +122,7 @@ def built(tmp_path_factory):
 def _assert_equals_iree(vmfb: Path, corpus_module, backend: str = "jit") -> None:
     m = dataclasses.replace(corpus_module, vmfb=vmfb)
     module = jitvm.load(str(vmfb), backend=backend)
-    oracle, keep = iree_session(vmfb, m.check_tests)
-    problems = []
-    for round_ in (1, 2):  # memoized command buffers and executables are reused the second time
-        for i, call in enumerate(m.calls):
-            args = make_inputs(m, i)
-            trapped, message, want = iree_call(oracle, call.function, args)
-            where = f"round {round_} {call}"
-            try:
-                r = module[call.function](*args)
-            except jitvm.Trap as e:
-                if not trapped:
-                    problems.append(f"{where}: jitvm trapped, IREE did not: {e}")
-                continue
-            if trapped:
-                problems.append(f"{where}: IREE trapped ({message[:200]}), jitvm returned")
-                continue
-            got = [] if r is None else list(r) if isinstance(r, tuple) else [r]
-            assert len(got) == len(want), where
-            for k, (g, w) in enumerate(zip(got, want)):
-                diff = same_result(g, w, 0)  # the same machine code: bit for bit, libm included
-                if diff:
-                    problems.append(f"{where} result {k}: {diff}")
-    del keep
+    problems = corpus_calls_differ_from_iree(module, m, vmfb)  # the same machine code: bit for bit, libm included
     module.close()
     assert not problems, "\n".join(problems)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 import jitvm
+from jitvm.fuzz.corpus import make_inputs
 from jitvm.runtime.exec import nativecode
 from jitvm.lower.backend import JitBackend
-from tests.corpus import make_inputs
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.corpus import require_tool
+from jitvm.fuzz.corpus import require_tool
 
 ELEMENTS = 2 * 1024 * 1024  # 8 MiB of i32 weights, stored as external rodata
 

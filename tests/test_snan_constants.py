@@ -18,10 +18,10 @@ from jitvm.frontend.asm import assemble
 from jitvm.frontend.decode import decode_function
 from jitvm.frontend.asm.encode import encode_function
 from jitvm.frontend.floatbits import f32_from_bits, f32_to_bits
+from jitvm.fuzz.corpus import ArgSpec, Call
+from jitvm.fuzz.oracles.calls import instantiate
+from jitvm.fuzz.oracles.iree import _rt, call_vmasm
 from jitvm.lower.backend import JitBackend
-from tests.corpus import ArgSpec, Call
-from tests.corpus.oracle import _rt, call_vmasm
-from tests.interp_support import instantiate
 
 PLACEHOLDERS = (1.25, -3.5)  # 0x3FA00000, 0xC0600000: replaced by the sNaNs below
 SNANS = (0x7FA00001, 0xFF800001)

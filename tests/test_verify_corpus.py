@@ -104,5 +104,5 @@ def test_cli_verify_reports_ok_per_module_and_exit_code(tmp_path):
                        capture_output=True, text=True)
     assert r.returncode == 1
     first = r.stdout.splitlines()[0]
-    assert first.startswith(f"{bad}: error: ") and "FlatBuffer length prefix" in first
+    assert first.startswith(f"{bad}: error: ") and "not a .vmfb" in first
     assert f"{cm.vmfb}: ok" in r.stdout.splitlines()

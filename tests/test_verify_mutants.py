@@ -5,7 +5,7 @@ Mutants (1-3 changed bytes, mostly in the bytecode and the function descriptors)
 corpus module and VMVX executable run in worker processes, so a segfault or a hang would be
 counted against the property instead of killing pytest. Accepted mutants (one in RUN_EVERY,
 picked by their bytes so hypothesis can replay them) then have every export called under
-the reference interpreter and the JIT (tests/mutant_runners.py): calls may return or trap, a
+the reference interpreter and the JIT (jitvm/fuzz/mutation/runners.py): calls may return or trap, a
 call may run past its budget (a mutated loop bound), but nothing may crash, hang while
 loading or compiling, or raise anything but jitvm.Error; both backends must agree on every
 call's outcome. The 10,000-mutant campaign that also compares with IREE's loader is
@@ -21,9 +21,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from jitvm.fuzz.mutation import (ACCEPTED, CRASH, HANG, REGION_WEIGHTS, REJECTED, RUNNER_MODULE, SLOW_CALL,
+                                 MutantPool, seed_from_file)
 from tests.corpus import build_corpus
-from tests.mutation import (ACCEPTED, CRASH, HANG, REGION_WEIGHTS, REJECTED, SLOW_CALL, MutantPool,
-                            seed_from_file)
 
 RUN_EVERY = 2  # accepted mutants whose bytes' CRC32 is 0 modulo this are also run
 RUN_BUDGETS = {"compile": 30.0, "init": 1.0, "call": 1.0}
@@ -65,7 +65,7 @@ def pool():
 def runner_pools():
     """One worker per backend (the two run side by side on two cores)."""
     pools = {name: MutantPool("jitvm", workers=1, timeout=30.0, batch=8, budgets=RUN_BUDGETS,
-                              options={"run": name, "runner_modules": ("tests.mutant_runners",),
+                              options={"run": name, "runner_modules": (RUNNER_MODULE,),
                                        "memory_limit": RUN_MEMORY_LIMIT})
              for name in ("interp", "jit")}
     try:

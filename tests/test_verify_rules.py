@@ -17,8 +17,9 @@ import pytest
 from jitvm.errors import VerifyError
 from jitvm.frontend import schema
 from jitvm.frontend.module import RodataSegment, load_module
+from jitvm.fuzz.corpus import require_tool
 from jitvm.verify import limits, verify_module
-from tests.corpus import build_corpus, require_tool
+from tests.corpus import build_corpus
 from tests.verify_support import (element_field_offset, element_string_offset, field_offset, find, i32, instructions,
                                   patch, patch_descriptor, state_field_offset, u16, u32, vector_count_offset)
 

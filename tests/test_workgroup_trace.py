@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.corpus import make_inputs
+from jitvm.fuzz.corpus import make_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,6 +16,7 @@ from jitvm.frontend.decode import decode_function
 from jitvm.frontend.flatbuf import FlatBuffer
 from jitvm.frontend.module import BytecodeModule, load_module
 from jitvm.frontend import schema
+from jitvm.fuzz.mutation import descriptor_table_offset
 
 _FIXED = {isa.REG: 2, isa.GLOBAL: 4, isa.RODATA: 4, isa.FUNC: 4, isa.TYPE: 4, isa.TARGET: 4}
 _IMM = {"i32": 4, "i64": 8, "f32": 4, "f64": 8}
@@ -106,15 +107,6 @@ def u32(v: int) -> bytes:
 
 def i32(v: int) -> bytes:
     return struct.pack("<i", v)
-
-
-def descriptor_table_offset(module: BytecodeModule) -> int:
-    """File offset of function_descriptors[0] (20-byte structs: offset, length, requirements,
-    reserved, block_count, i32 count, ref count)."""
-    fb = FlatBuffer(module.archive.flatbuffer)
-    slot = schema.BYTECODE_MODULE.slot("function_descriptors")
-    start, _ = fb.root().vector_span(slot, schema.FUNCTION_DESCRIPTOR.size, "function_descriptors")
-    return module.archive.flatbuffer_offset + start
 
 
 DESCRIPTOR_FIELDS = {"bytecode_offset": (0, "<i"), "bytecode_length": (4, "<i"), "requirements": (8, "<I"),

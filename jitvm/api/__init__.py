@@ -1,10 +1,11 @@
 """`jitvm.load`: open a .vmfb and call its functions with numpy arrays, like iree.runtime.
 
 Loading is load_module -> verify_module -> LoadedModule(backend) -> a Context holding the
-native modules the program needs (hal, plus check/vmvx when imported) and the module
-itself, whose `__init` runs right away. Functions with `iree.abi.declaration` reflection
-take and return numpy arrays and Python scalars (one result unwrapped, several as a tuple,
-none as None); functions without it take and return raw VM values.
+native modules the program needs (hal, plus check/vmvx/io_parameters when imported) and the
+modules themselves, whose `__init` runs right away. Functions take and return numpy arrays
+and Python scalars (one result unwrapped, several as a tuple, none as None), marshalled by
+their `iree.abi.declaration` reflection or, without it, by their VM signature
+(jitvm.api.module). `jitvm.runtime` (jitvm.api.dropin) is the iree.runtime-compatible API.
 """
 
 from __future__ import annotations
@@ -13,18 +14,23 @@ from ..errors import ArgumentError
 from ..fallback_interp import InterpreterBackend
 from ..frontend.module import load_module
 from ..lower.backend import JitBackend
+from ..runtime.exec.dispatch import runner_for
 from ..runtime.modules import CheckModule, HalModule, VmvxModule, register_hal_types
+from ..runtime.modules.hal.device import HalDevice
 from ..runtime.modules.hal.executable import Prefetch
 from ..runtime.modules.hal.formats import FormatPolicy
-from ..runtime.modules.hal.fence import HalFence, wait_all
-from ..runtime.vm import abi, heap
+from ..runtime.modules.io_parameters import IoParametersModule
+from ..runtime.vm import heap
 from ..runtime.vm.bytecode import LoadedModule
 from ..runtime.vm.context import Context
+from ..runtime.vm.interface import ModuleInstance
 from ..verify import verify_module
 from ..verify.embedded import embedded_modules
-from . import marshal
-from .declaration import Declaration, parse_declaration
-from .plan import DECLINED, CallPlan
+from ..runtime.native import cache
+from .compiled import open_bundle
+from .module import Function, Module
+from .parameters import providers as parameter_providers
+from .paths import resolve_path
 
 BACKENDS = ("jit", "interp")
 _backends: dict = {}
@@ -71,51 +77,99 @@ class EmbeddedLoader:
         return LoadedModule(verify_module(load_module(data, origin=origin)), self.backend)
 
 
-def _native_modules(loader: EmbeddedLoader, trace, policy: FormatPolicy | None = None):
-    return {"hal": lambda: HalModule(loader, trace_sink=trace, policy=policy), "check": CheckModule,
-            "vmvx": VmvxModule}
+DRIVERS = ("local-sync", "local-task")
+
+
+def _native_modules(loader: EmbeddedLoader, trace, devices=None, providers=None):
+    factories = {"hal": lambda: HalModule(loader, trace_sink=trace, devices=devices), "check": CheckModule,
+                 "vmvx": VmvxModule}
+    if providers:
+        factories["io_parameters"] = lambda: IoParametersModule(providers)
+    return factories
+
+
+def _drivers(driver) -> list[str]:
+    """`driver=` as a list of device names: one device each (None: one local-task device)."""
+    names = [driver] if driver is None or isinstance(driver, str) else list(driver)
+    out = []
+    for name in names:
+        name = "local-task" if name is None else name.split("://", 1)[0]
+        if name not in DRIVERS:
+            raise ArgumentError(f"unknown driver {name!r}; this runtime provides {', '.join(DRIVERS)}")
+        out.append(name)
+    return out or ["local-task"]
 
 
 def load(source, backend: str = "jit", *, threads: int | None = None, trace=None,
-         verify_features: int | None = None) -> "Module":
-    """Loads a module from a path or bytes and instantiates it in a fresh context.
+         verify_features: int | None = None, driver=None, parameters=None, compiled=None) -> Module:
+    """Loads a module from a path, `example:NAME` or bytes, instantiated in a fresh context.
 
+    `source` may also be a list: bytecode modules (and native module instances) that import
+    from each other, added to one context in order; the last is returned and `.modules`
+    names them all. `driver` is "local-task" (default) or "local-sync" (one thread per
+    dispatch unless `threads` says otherwise), or a list of them for programs that use
+    several devices. `parameters` are parameter archives: a path, "scope=path", a
+    (scope, path) pair, a ParameterIndex or a list of those (see jitvm.api.parameters).
     `threads` is how many threads run a dispatch's workgroups under the JIT (default:
     JITVM_THREADS, else every core); results are identical for any count. The reference
     interpreter runs workgroups one after another whatever it says.
     `trace(key, arrays)` receives the tensors of `hal.buffer_view.trace` calls (modules
     compiled with --iree-flow-trace-dispatch-tensors); without it those calls do nothing.
+    `compiled` names a bundle `jitvm compile` wrote for this module: its code is used instead
+    of compiling, after checking it was made for these module bytes and this host.
     """
-    heap.tune()  # freed call buffers stay in the heap for the next call
     threads = _check_threads(threads)
+    drivers = _drivers(driver)
+    if threads is None and driver is not None and all(d == "local-sync" for d in drivers):
+        threads = 1  # local-sync runs a dispatch on the calling thread
+    sources = list(source) if isinstance(source, (list, tuple)) else [source]
+    if not sources:
+        raise ArgumentError("load() needs at least one module")
+    parsed = [s if isinstance(s, ModuleInstance) else load_module(resolve_path(s) if isinstance(s, str) else s)
+              for s in sources]
+    bytecode = [m for m in parsed if not isinstance(m, ModuleInstance)]
+    if compiled is not None and bytecode:  # before anything compiles: the runtime's own code is in it too
+        cache.use(open_bundle(compiled, bytecode[-1]))
+    heap.tune()  # freed call buffers stay in the heap for the next call
     be = get_backend(backend)
     if threads is not None and getattr(be, "name", None) == "jit":
         be = _jit_backend(threads)
     register_hal_types()
-    module = load_module(source)
-    verified = verify_module(module, verify_features)
-    policy = FormatPolicy.for_program(module)  # which executable variants the program gets
     loader = EmbeddedLoader(be)
-    prefetch = _prefetch(module, loader) if policy.picks_vmvx() else None
-    loaded = LoadedModule(verified, be)
-    wanted = [d.name for d in module.dependencies] + [i.module_name for i in module.imports]
-    factories = _native_modules(loader, _trace_adapter(trace), policy)
+    verified = [verify_module(m, verify_features) for m in bytecode]
+    # which executable variants the program gets (llvm-cpu first, JITVM_PREFER, CPU features)
+    policy = FormatPolicy.for_program(bytecode[-1] if bytecode else None)
+    prefetch = _prefetch([seg for m in bytecode for seg in embedded_modules(m)], loader) \
+        if policy.picks_vmvx() else None
+    loaded = {id(m): LoadedModule(v, be) for m, v in zip(bytecode, verified)}
+    runner = runner_for(be)
+    devices = [HalDevice.new(loader, runner, policy, device_id=d) for d in drivers]
+    factories = _native_modules(loader, _trace_adapter(trace), devices, parameter_providers(parameters))
+    provided = {m.name for m in parsed if isinstance(m, ModuleInstance)}
+    wanted = [d.name for m in bytecode for d in m.dependencies] + \
+        [i.module_name for m in bytecode for i in m.imports]
     context = Context()
     natives = {}
     for name in dict.fromkeys(wanted):
-        if name in factories:
+        if name in factories and name not in provided:
             natives[name] = context.add(factories[name]())
-    instance = context.add(loaded)
+    siblings: dict[str, Module] = {}
+    for m in parsed:
+        instance = context.add(m if isinstance(m, ModuleInstance) else loaded[id(m)])
+        if not isinstance(m, ModuleInstance):
+            siblings[instance.name] = Module(context, instance, natives, siblings)
     if prefetch is not None:
         prefetch.join()  # the initializer created the executables (or they are loaded for later)
-    return Module(context, instance, natives)
+    if not siblings:
+        raise ArgumentError("load() needs at least one bytecode module")
+    return list(siblings.values())[-1]
 
 
-def _prefetch(module, loader: EmbeddedLoader):
+def _prefetch(embedded, loader: EmbeddedLoader):
     """The JIT compiles the embedded executables while it compiles the host module."""
     if getattr(loader.backend, "name", None) != "jit":
         return None
-    return Prefetch([bytes(data) for _ordinal, data in embedded_modules(module)], loader)
+    return Prefetch([bytes(data) for _ordinal, data in embedded], loader)
 
 
 def _trace_adapter(trace):
@@ -124,139 +178,4 @@ def _trace_adapter(trace):
     return lambda key, views: trace(key, [v.to_numpy() for v in views])
 
 
-class Module:
-    """A loaded module: exported functions are attributes (and items), listed by `exports`."""
-
-    def __init__(self, context, instance, natives: dict):
-        self._context = context
-        self._instance = instance
-        self._natives = natives
-        self._functions: dict[str, Function] = {}
-
-    @property
-    def name(self) -> str:
-        return self._instance.name
-
-    @property
-    def exports(self) -> list[str]:
-        return [n for n in self._instance.export_names() if not n.startswith("__")]
-
-    @property
-    def backend(self) -> str:
-        """The name of the backend actually running the module ("jit" or "interp")."""
-        return getattr(self._instance.loaded.backend, "name", type(self._instance.loaded.backend).__name__)
-
-    @property
-    def hal(self):
-        return self._natives.get("hal")
-
-    def function(self, name: str) -> "Function":
-        fn = self._functions.get(name)
-        if fn is None:
-            vm_fn = self._instance.lookup(name)
-            if vm_fn is None:
-                raise AttributeError(f"module '{self.name}' has no exported function '{name}' "
-                                     f"(exports: {', '.join(self.exports) or 'none'})")
-            fn = self._functions[name] = Function(self, vm_fn)
-        return fn
-
-    def __getattr__(self, name: str) -> "Function":
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self.function(name)
-
-    def __getitem__(self, name: str) -> "Function":
-        try:
-            return self.function(name)
-        except AttributeError as e:
-            raise KeyError(str(e)) from None
-
-    def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self.exports))
-
-    def __repr__(self):
-        return f"<jitvm.Module '{self.name}' exports={self.exports}>"
-
-    def close(self) -> None:
-        """Runs `__deinit` and releases module state; the module is unusable afterwards."""
-        self._context.close()
-
-
-class Function:
-    """A callable export. Reflected functions marshal numpy; others take raw VM values."""
-
-    def __init__(self, module: Module, vm_function):
-        self.module = module
-        self.vm_function = vm_function
-        self.name = vm_function.name
-        self.cconv = vm_function.cconv
-        self.declaration: Declaration | None = parse_declaration(vm_function.attr("iree.abi.declaration"))
-        # coarse-fences functions (async-external) take a wait and a signal fence after their inputs
-        self.fenced = vm_function.attr("iree.abi.model") == "coarse-fences"
-        expected = len(self.cconv.args) - (2 if self.fenced else 0)
-        if self.declaration is not None and len(self.declaration.inputs) != expected:
-            self.declaration = None  # a declaration that does not describe the VM signature is ignored
-            self.fenced = False
-        self._plan: CallPlan | None = None  # the native call (jitvm.api.plan), built on the first call
-        self._planned = False
-
-    @property
-    def reflected(self) -> bool:
-        return self.declaration is not None
-
-    @property
-    def signature(self) -> str:
-        if self.declaration is not None:
-            return self.declaration.text
-        return f"{self.name} {self.cconv.text}"
-
-    def __call__(self, *args):
-        if self.declaration is None:
-            abi.check_arity(self.name, self.cconv, args)
-            return _unwrap(self.vm_function.call(list(args)))
-        if not self._planned:
-            self._plan, self._planned = CallPlan.build(self), True
-        plan = self._plan
-        if plan is not None and len(args) == plan.input_count:
-            out = plan(args)
-            if out is not DECLINED:
-                return out
-        decl = self.declaration
-        if len(args) != len(decl.inputs):
-            raise ArgumentError(f"{self.name} takes {len(decl.inputs)} argument"
-                                f"{'s' if len(decl.inputs) != 1 else ''} "
-                                f"({', '.join(map(str, decl.inputs))}), got {len(args)}")
-        hal = self.module.hal
-        vm_args = [self._argument(hal, i, value, d) for i, (value, d) in enumerate(zip(args, decl.inputs))]
-        if self.fenced:
-            return self._call_fenced(hal, vm_args)
-        results = self.vm_function.call(vm_args)
-        return _unwrap([marshal.result_value(r) for r in results])
-
-    def _call_fenced(self, hal, vm_args):
-        """Runs a coarse-fences function synchronously: nothing to wait on, then await its signal."""
-        signal = HalFence.create()
-        results = self.vm_function.call(vm_args + [None, signal])
-        wait_all([signal], f"{self.name} (coarse-fences)")
-        return _unwrap([marshal.result_value(r) for r in results])
-
-    def _argument(self, hal, index: int, value, decl):
-        label = f"{self.name} argument {index} ({decl})"
-        if decl.is_tensor:
-            if hal is None:
-                raise ArgumentError(f"{label}: the module has no hal module to hold arrays")
-            return marshal.array_argument(hal, value, decl, label)
-        if decl.is_scalar:
-            return marshal.scalar_argument(value, decl, label)
-        return value  # refs and other types pass through as VM values
-
-    def __repr__(self):
-        return f"<jitvm.Function {self.signature}>"
-
-
-def _unwrap(results: list):
-    if not results:
-        return None
-    if len(results) == 1:
-        return results[0]
-    return tuple(results)
+__all__ = ["BACKENDS", "DRIVERS", "EmbeddedLoader", "Function", "Module", "get_backend", "load"]

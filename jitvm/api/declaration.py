@@ -19,12 +19,21 @@ ELEMENT_DTYPES = {
     "si64": np.int64, "ui64": np.uint64, "f16": np.float16, "f32": np.float32, "f64": np.float64,
     "index": np.int64, "complex<f32>": np.complex64, "complex<f64>": np.complex128,
 }
+try:  # bf16 and f8 arrays are ml_dtypes arrays, as in iree.runtime
+    import ml_dtypes
+
+    ELEMENT_DTYPES.update({"bf16": ml_dtypes.bfloat16, "f8E5M2": ml_dtypes.float8_e5m2,
+                           "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
+                           "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E8M0FNU": ml_dtypes.float8_e8m0fnu})
+except ImportError:  # pragma: no cover
+    pass
 
 # scalar MLIR type -> (kind, bits): kind "int" or "float"
 SCALAR_TYPES = {"i1": ("int", 1), "i8": ("int", 8), "i16": ("int", 16), "i32": ("int", 32), "i64": ("int", 64),
                 "si8": ("int", 8), "si16": ("int", 16), "si32": ("int", 32), "si64": ("int", 64),
                 "ui8": ("uint", 8), "ui16": ("uint", 16), "ui32": ("uint", 32), "ui64": ("uint", 64),
-                "index": ("int", 64), "f16": ("float", 16), "f32": ("float", 32), "f64": ("float", 64)}
+                "index": ("int", 64), "f16": ("float", 16), "bf16": ("float", 16), "f32": ("float", 32),
+                "f64": ("float", 64)}
 
 
 @dataclass(frozen=True)

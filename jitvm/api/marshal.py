@@ -14,7 +14,8 @@ from ..errors import ArgumentError
 from .declaration import SCALAR_TYPES, ValueDecl
 from ..runtime.modules.hal import types as hal_types
 from ..runtime.modules.hal.buffer_view import HalBufferView
-from ..runtime.vm.objects import Ref
+from ..runtime.modules.hal.fence import HalFence
+from ..runtime.vm.objects import Ref, VmList
 
 INPUT_MEMORY_TYPE = hal_types.MEMORY_TYPE_DEVICE_LOCAL
 INPUT_USAGE = hal_types.USAGE_DEFAULT | hal_types.USAGE_MAPPING
@@ -27,13 +28,16 @@ def _compatible(have: np.dtype, want: np.dtype) -> bool:
     return have.kind in "biu" and want.kind in "biu" and have.itemsize == want.itemsize
 
 
+is_float = hal_types.is_float_dtype
+
+
 def _coerce_array_like(value, want: np.dtype, label: str) -> np.ndarray:
     """A non-ndarray (list, scalar) as an array of `want`, only when that loses nothing."""
     try:
         arr = np.asarray(value)
     except Exception as e:  # noqa: BLE001 - ragged lists and the like
         raise ArgumentError(f"{label}: cannot make an array of {type(value).__name__}: {e}") from None
-    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and want.kind != "f"):
+    if arr.dtype.kind not in "biuf" or (arr.dtype.kind == "f" and not is_float(want)):
         raise ArgumentError(f"{label} expects an array of {want.name}, got {type(value).__name__} of {arr.dtype}")
     with np.errstate(all="ignore"):
         converted = arr.astype(want)
@@ -66,10 +70,77 @@ def array_argument(hal, value, decl: ValueDecl, label: str) -> Ref:
 
 
 def array_to_view(hal, arr: np.ndarray, element_type: int) -> Ref:
-    data = np.ascontiguousarray(arr)
+    """A buffer view holding a copy of `arr` (any rank, 0-d included) in a new device buffer."""
+    data = arr if arr.flags.c_contiguous else np.array(arr, order="C")  # ascontiguousarray makes 0-d 1-d
     buffer = hal.device.allocator.allocate(INPUT_MEMORY_TYPE, INPUT_USAGE, data.nbytes, zeroed=False)
     buffer.write(0, data.reshape(-1).view(np.uint8))
     return HalBufferView.new(buffer, data.shape, element_type, hal_types.ENCODING_DENSE_ROW_MAJOR)
+
+
+def numpy_to_view(hal, value, label: str) -> Ref:
+    """An ndarray or numpy scalar as a buffer view of its own dtype (how iree.runtime passes
+    arrays to functions without reflection)."""
+    arr = np.asarray(value)
+    if not arr.dtype.isnative:
+        arr = arr.astype(arr.dtype.newbyteorder("="))
+    etype = hal_types.ELEMENT_OF_NUMPY.get(arr.dtype)
+    if etype is None:
+        raise ArgumentError(f"{label}: arrays of {arr.dtype} cannot be passed to a VM function")
+    if hal is None:
+        raise ArgumentError(f"{label}: the module has no hal module to hold arrays")
+    return array_to_view(hal, arr, etype)
+
+
+def vm_ref(value):
+    """The Ref behind a value of the iree.runtime-style API (HalBufferView, HalFence, VmRef,
+    DeviceArray ...), which carry one as `__jitvm_ref__`; other values as they are."""
+    ref = getattr(value, "__jitvm_ref__", None)
+    return ref if ref is not None else value
+
+
+def list_argument(hal, values, label: str) -> VmList:
+    """A Python list or tuple as a VM list of variants: ints as i64, floats as f64, arrays as
+    buffer views, nested lists as lists, refs as they are (iree.runtime's conversion)."""
+    out = VmList.allocate(None, len(values))
+    for i, v in enumerate(values):
+        v = vm_ref(v)
+        where = f"{label} element {i}"
+        if v is None or isinstance(v, Ref):
+            out.append(v)
+        elif isinstance(v, (bool, np.bool_)):
+            out.append(int(v), "i64")
+        elif isinstance(v, int):
+            out.append(v, "i64")
+        elif isinstance(v, float):
+            out.append(v, "f64")
+        elif isinstance(v, (np.ndarray, np.generic)):
+            out.append(numpy_to_view(hal, v, where))
+        elif isinstance(v, (list, tuple)):
+            out.append(list_argument(hal, v, where))
+        else:
+            raise ArgumentError(f"{where}: cannot convert {type(v).__name__} to a VM value")
+    return out
+
+
+def signature_argument(hal, value, code: str, label: str):
+    """A caller's value for an argument of VM type `code`: refs from arrays (buffer views),
+    lists (VM lists) and API objects; values and variadic spans as they are (checked later)."""
+    if code != "r":
+        return value
+    value = vm_ref(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return numpy_to_view(hal, value, label)
+    if isinstance(value, (list, tuple)):
+        return list_argument(hal, value, label)
+    return value
+
+
+def fence_argument(value, label: str) -> Ref | None:
+    """A caller's wait or signal fence (a hal.fence ref, an API HalFence, or None)."""
+    value = vm_ref(value)
+    if value is None or isinstance(value, Ref) and isinstance(value.payload, HalFence):
+        return value
+    raise ArgumentError(f"{label} must be a hal.fence (or None), got {type(value).__name__}")
 
 
 _INT_LIMITS = {bits: (-(1 << (bits - 1)), (1 << bits) - 1) for bits in (8, 16, 32, 64)}

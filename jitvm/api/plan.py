@@ -25,8 +25,7 @@ from ..runtime.modules.hal import native as hal_native
 from ..errors import STATUS_CODES
 from ..runtime.modules.hal import types as hal_types
 from ..runtime.modules.hal.buffer_view import HalBufferView
-from ..lower.llvm import loader
-from ..runtime.native import layout, template
+from ..runtime.native import engine, layout, template
 from ..runtime.native.layout import CallPlanT, NumpyArrayT, PlanValueT, TrapT
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import describe_frame
@@ -62,7 +61,7 @@ def ir_text() -> str:
         K_OUT_OF_MEMORY=traps.OUT_OF_MEMORY.code)
 
 
-def _native():
+def native_code():
     """(module, jv_invoke) compiled once per process, or False when numpy's layout differs."""
     global _invoke
     with _lock:
@@ -71,7 +70,7 @@ def _native():
                 _invoke = False
                 return _invoke
             hal_native.code()  # the HAL functions jv_invoke calls
-            code = loader.load_runtime_ir(ir_text(), "call plan")
+            code = engine.jit_module(ir_text())
             _invoke = (code, code.function("jv_invoke", _INVOKE))
     return _invoke
 
@@ -146,7 +145,7 @@ class CallPlan:
                 len(decl.outputs) != len(function.cconv.results) or \
                 getattr(function.vm_function.instance.loaded.executable, "call_pool", None) is not None:
             return None
-        invoke = _native()
+        invoke = native_code()
         if not invoke:
             return None
         return cls(function, invoke, function.vm_function.native_entry(), hal.device.allocator.addr)

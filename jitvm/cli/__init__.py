@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -55,9 +56,26 @@ def cmd_verify(args) -> int:
     failed = False
     for text in args.files:
         for label, error in verdicts(resolve_path(text), text):
+            if error is None and label == text:
+                error = _unrunnable_executables(resolve_path(text))
             print(f"{label}: {'ok' if error is None else 'error: ' + error}", flush=True)
             failed |= error is not None
     return 1 if failed else 0
+
+
+def _unrunnable_executables(path: str) -> str | None:
+    """Why no device here can run the module's executables, or None when one can (or it has none)."""
+    from ..frontend.module import load_module
+    from ..runtime.modules.hal.formats import FormatPolicy, supported_formats
+    from ..verify.embedded import executable_formats
+
+    module = load_module(path)
+    formats = executable_formats(module)
+    policy = FormatPolicy.for_program(module)
+    if not formats or any(policy.supports(f) for f in formats):
+        return None
+    return (f"no device here can run its executables (formats {', '.join(formats)}; "
+            f"this runtime's local device loads {', '.join(supported_formats())})")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +123,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a file the command was given cannot be read or written
+        where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+        print(f"jitvm {args.command}: error: {where}{e.strerror or e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - a bug, but still one line (JITVM_TRACEBACK=1 shows it)
+        if os.environ.get("JITVM_TRACEBACK"):
+            raise
+        print(f"jitvm {args.command}: internal error: {type(e).__name__}: {e} (JITVM_TRACEBACK=1 shows where)",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ BACKEND_HELP = "jit (default; the interpreter until the JIT is available) or int
 def _vm_arguments(fn, inputs: list[str]) -> list:
     """The --input texts as VM values for `fn` (arrays become buffer views)."""
     decl = fn.declaration
-    codes = [c if isinstance(c, str) else "r" for c in fn.cconv.args]
+    codes = [c if isinstance(c, str) else "r" for c in fn.cconv.args][:fn.inputs]
     if len(inputs) != len(codes):
         expected = ", ".join(map(str, decl.inputs)) if decl else fn.cconv.text
         raise ArgumentError(f"{fn.name} takes {len(codes)} inputs ({expected}), got {len(inputs)} --input values")
@@ -47,28 +47,30 @@ def _vm_arguments(fn, inputs: list[str]) -> list:
     return out
 
 
-def _save_outputs(targets: list[str], results: list) -> None:
-    for target, value in zip(targets, results):
-        if target in ("", "-"):
-            continue
-        if not target.startswith("@"):
-            raise ArgumentError(f"--output={target}: write @FILE.npy (or - to skip a result)")
-        np.save(target[1:], np.asarray(marshal.result_value(value)))
-
-
 def cmd_run(args) -> int:
     from ..api import load
+    from ..runtime.modules.hal.fence import HalFence, wait_all
+    from .outputs import check_expected, emit
     from .paths import resolve_path
 
-    module = load(resolve_path(args.file), backend=args.backend)
+    sources = [resolve_path(m) for m in (args.module or [])] + ([resolve_path(args.file)] if args.file else [])
+    if not sources:
+        raise ArgumentError("give the module to run (FILE or --module=FILE; --module repeats for modules "
+                            "that import from each other, the last one runs)")
+    module = load(sources, backend=args.backend, driver=args.device or None, parameters=args.parameters)
     name = args.function or _single_function(module)
     fn = module.function(name)
     vm_args = _vm_arguments(fn, args.input or [])
     print(f"EXEC @{name}")
-    results = fn.vm_function.call(vm_args)
-    for i, (code, value) in enumerate(zip(fn.cconv.results, results)):
-        print(format_result(i, code, value))
-    _save_outputs(args.output or [], results)
+    if fn.fenced:  # async-external: nothing to wait on, then wait for the signal as iree-run-module does
+        signal = HalFence.create()
+        results = fn.vm_function.call(vm_args + [None, signal])
+        wait_all([signal], f"{fn.name} (coarse-fences)")
+    else:
+        results = fn.vm_function.call(vm_args)
+    if args.expected_output:
+        return check_expected(args.expected_output, fn.cconv.results, results)
+    emit(args.output or [], fn.cconv.results, results)
     return 0
 
 
@@ -166,11 +168,20 @@ def _compare_with_iree(path: str, x: np.ndarray, probs: np.ndarray, mean: float,
 
 def add_subcommands(sub) -> None:
     r = sub.add_parser("run", help="run one function, like iree-run-module")
-    r.add_argument("file", help="a .vmfb path, or example:NAME for a bundled module")
+    r.add_argument("file", nargs="?", help="a .vmfb path, or example:NAME for a bundled module (the last module)")
+    r.add_argument("--module", action="append", metavar="FILE",
+                   help="a module to load first (repeatable, in order; later modules import from earlier ones)")
     r.add_argument("--function", help="export to call (optional when there is only one)")
     r.add_argument("--input", action="append", metavar="VALUE",
                    help="an argument: 2x2xf32=1,2,3,4 | 4xf32=[1 2 3 4] | 5 | @x.npy | 2xi32=@raw.bin")
-    r.add_argument("--output", action="append", metavar="@FILE.npy", help="save a result (- skips one)")
+    r.add_argument("--output", action="append", metavar="@FILE.npy",
+                   help="one per result: @FILE.npy saves it, - prints it (default: print every result)")
+    r.add_argument("--expected_output", action="append", metavar="VALUE",
+                   help="one per result, compared as iree-run-module does ((ignored) skips one); exit 1 on mismatch")
+    r.add_argument("--parameters", action="append", metavar="[SCOPE=]FILE",
+                   help="a parameter archive (.irpa, .safetensors, .gguf), optionally for one scope (repeatable)")
+    r.add_argument("--device", action="append", choices=("local-sync", "local-task"),
+                   help="the device (repeat for programs that use several); local-sync runs dispatches on one thread")
     r.add_argument("--backend", default="jit", help=BACKEND_HELP)
     r.set_defaults(run=cmd_run)
 

@@ -1,22 +1,5 @@
-"""What a file argument of the command line names: a path, or `example:NAME`."""
+"""What a file argument of the command line names: a path, or `example:NAME` (see jitvm.api.paths)."""
 
-from __future__ import annotations
+from ..api.paths import EXAMPLE_PREFIX, resolve_path
 
-from importlib import resources
-
-from ..errors import Error
-
-EXAMPLE_PREFIX = "example:"
-
-
-def resolve_path(text: str) -> str:
-    """`example:NAME` names a module bundled with jitvm; anything else is a path."""
-    if text.startswith(EXAMPLE_PREFIX):
-        name = text[len(EXAMPLE_PREFIX):]
-        path = resources.files("jitvm") / "examples" / f"{name}.vmfb"
-        if not path.is_file():
-            available = sorted(p.name[:-5] for p in (resources.files("jitvm") / "examples").iterdir()
-                               if p.name.endswith(".vmfb"))
-            raise Error(f"no bundled example {name!r}; available: {', '.join(available) or 'none'}")
-        return str(path)
-    return text
+__all__ = ["EXAMPLE_PREFIX", "resolve_path"]

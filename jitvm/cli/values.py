@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import ArgumentError
 from ..api.declaration import ELEMENT_DTYPES, SCALAR_TYPES, ValueDecl
 from ..runtime.modules.hal.buffer_view import HalBufferView, format_float_lower
+from ..runtime.modules.hal.types import is_float_dtype
 from ..runtime.vm.objects import Ref
 
 _SHAPED = re.compile(r"^((?:\d+x)*)([a-z]+\d*)(?:=(.*))?$", re.S)
@@ -31,9 +32,7 @@ def parse_element(token: str, dtype: np.dtype):
         if t in ("true", "false"):
             return t == "true"
         return int(t, 0) != 0
-    if dtype.kind == "f":
-        if t in ("nan", "+nan", "-nan", "inf", "+inf", "-inf"):
-            return float(t)
+    if is_float_dtype(dtype):
         return float(t)
     return int(t, 0)
 
@@ -58,7 +57,7 @@ def parse_elements(text: str, dtype: np.dtype, shape: tuple[int, ...]) -> np.nda
 def parse_input(text: str, decl: ValueDecl | None, code: str):
     """One `--input` value for an argument with declaration `decl` and VM code `code`."""
     if text.startswith("@"):
-        value = np.load(Path(text[1:]), allow_pickle=False)
+        value = _read(lambda: np.load(Path(text[1:]), allow_pickle=False), text[1:])
         return value[()] if (decl is not None and decl.is_scalar) or (decl is None and code != "r") else value
     m = _SHAPED.match(text.strip())
     if m and m.group(2) in ELEMENT_DTYPES and (m.group(1) or m.group(3) is not None):
@@ -69,7 +68,7 @@ def parse_input(text: str, decl: ValueDecl | None, code: str):
         if not dims and scalar_wanted:
             return _scalar(data or "0", element)
         if data and data.startswith("@"):
-            raw = np.fromfile(Path(data[1:]), dtype=dtype)
+            raw = _read(lambda: np.fromfile(Path(data[1:]), dtype=dtype), data[1:])
             if raw.size != math.prod(shape):
                 raise ArgumentError(f"{data[1:]} holds {raw.size} {dtype.name} values, the tensor needs "
                                     f"{math.prod(shape)}")
@@ -82,6 +81,16 @@ def parse_input(text: str, decl: ValueDecl | None, code: str):
     if typ is None:
         raise ArgumentError(f"input {text!r} cannot be passed to a ref argument; give SHAPExTYPE=VALUES")
     return _scalar(text, typ)
+
+
+def _read(load, path: str):
+    """What `load()` reads from `path`, or ArgumentError naming the file (never OSError)."""
+    try:
+        return load()
+    except OSError as e:
+        raise ArgumentError(f"cannot read input file {path}: {e.strerror or e}") from None
+    except ValueError as e:  # not a .npy file, or a raw file whose size does not fit the type
+        raise ArgumentError(f"cannot read input file {path}: {e}") from None
 
 
 def _scalar(text: str, typ: str):

@@ -23,8 +23,6 @@ from ..runtime.native.layout import TrapT
 from . import codegen, frames, imports
 from .dispatch import InterpDispatchRunner
 
-_retain = nativelib.fn.jv_retain
-_release = nativelib.fn.jv_release
 _DEPTH_OFFSET = TrapT.depth.offset
 
 
@@ -125,7 +123,7 @@ class InterpExecutable:
         raw = [abi.argument_slot(code, v, f"argument {i} of {name}") for i, (code, v) in enumerate(zip(cconv.args, args))]
         for code, r in zip(cconv.args, raw):
             if code == "r" and r:
-                _retain(r)
+                nativelib.fn.jv_retain(r)
         fn = self.functions(instance)[ordinal]
         with frames.invocation() as stk:
             out = fn(stk, *raw)
@@ -169,7 +167,7 @@ def _trampoline(fn, cconv):
                 if code in ("i", "f"):
                     v &= 0xFFFFFFFF
                 elif code == "r" and v:
-                    _retain(v)
+                    nativelib.fn.jv_retain(v)
                 raw.append(v)
             depth = ctypes.c_int32.from_address(trap + _DEPTH_OFFSET).value if trap else 0
             with frames.invocation(depth) as stk:

@@ -28,8 +28,6 @@ _GUEST = layout.BUFFER_MUTABLE | layout.BUFFER_ORIGIN_GUEST
 _CACHE_LIMIT = 256  # open views per invocation before the cache is flushed
 _EMPTY = memoryview(b"")
 
-_retain = nativelib.fn.jv_retain
-_release = nativelib.fn.jv_release
 
 
 def type_id(addr: int) -> int:
@@ -60,13 +58,13 @@ class BufferView:
             setattr(self, i, part.cast(i))
             setattr(self, f"n{w}", count)
             setattr(self, f"w{w}", count if self.mutable else -1)
-        _retain(addr)
+        nativelib.fn.jv_retain(addr)
 
     def close(self) -> None:
         """Drops the view's reference; its address then matches no register (not even null)."""
         addr, self.addr = self.addr, -1
         if addr > 0:
-            _release(addr)
+            nativelib.fn.jv_release(addr)
 
 
 class NoView:

@@ -20,13 +20,11 @@ from ..runtime.vm import abi, nativelib, traps
 from ..runtime.vm.bytecode import describe_frame
 from ..runtime.vm.interface import NativeFunction
 
-_release = nativelib.fn.jv_release
-
 
 def _release_refs(codes, args) -> None:
     for code, raw in zip(codes, args):
         if code == "r" and raw:
-            _release(raw)
+            nativelib.fn.jv_release(raw)
 
 
 def unresolved(site):
@@ -115,6 +113,7 @@ def through_native(site, fn: NativeFunction, segments):
     SlotArray = ctypes.c_uint64 * max(1, nslots)  # noqa: N806
     ResultArray = ctypes.c_uint64 * max(1, len(result_codes))  # noqa: N806
     wide = [code in ("I", "F", "r") for code in result_codes]
+    release = nativelib.fn.jv_release
 
     def call_native(stk, *args):
         slots = SlotArray()
@@ -129,7 +128,7 @@ def through_native(site, fn: NativeFunction, segments):
         finally:
             for k in ref_args:
                 if args[k]:
-                    _release(args[k])
+                    release(args[k])
         if status:
             raise traps.take_exception(trap, describe_frame)
         out = [results[k] if wide[k] else results[k] & _M32 for k in range(len(result_codes))]

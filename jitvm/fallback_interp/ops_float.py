@@ -16,6 +16,7 @@ How exactness is kept is described in floats.py. Per op, following IREE's ops.h:
 from __future__ import annotations
 
 from ..frontend.handlers import OpHandlers
+from ..runtime.native.mathlib import POWI
 from ..runtime.vm.semantics import FUSED_FMA
 from . import floats
 
@@ -72,6 +73,16 @@ def _libm_binary(name: str):
         fn = libm(e, name, ty)
         e.line(f"{value(e, ins['result'], ty)} = {fn}({value(e, ins['left'], ty)}, {value(e, ins['right'], ty)})")
     return emit
+
+
+def _powi(e, ins):
+    """vm.fpowi: the compiler runtime's __powisf2/__powidf2 with the exponent as an int32
+    (IREE truncates the i64 register), the same function the JIT calls."""
+    ty = ins.op.type
+    fn = e.const(floats.libm(POWI[ty]), POWI[ty] + "_")
+    n = e.i64(ins["exponent"])
+    e.line(f"{value(e, ins['result'], ty)} = {fn}({value(e, ins['operand'], ty)}, "
+           f"(({n} & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000)")
 
 
 def _libm_unary(name: str):
@@ -153,6 +164,7 @@ for _ty in FLOAT_TYPES:
     handles(f"neg.{_ty}")(_neg)
     handles(f"rsqrt.{_ty}")(_rsqrt)
     handles(f"round.{_ty}.even")(_round_even)
+    handles(f"fpowi.{_ty}")(_powi)
 
 
 # --- compares -----------------------------------------------------------------------------------

@@ -85,6 +85,11 @@ def parse_archive(data: memoryview, origin: str, keepalive=None) -> Archive:
         raise FormatError(
             f"{origin}: too short for a module ({remaining} bytes where a size-prefixed "
             f"FlatBuffer needs at least 16)")
+    identifier = bytes(data[start + 8:start + 12])
+    if identifier != FILE_IDENTIFIER:  # random bytes, another file type: say so, not a length complaint
+        raise FormatError(
+            f"{origin}: not a .vmfb (file identifier is {identifier!r}, expected {FILE_IDENTIFIER!r} at byte "
+            f"{start + 8}: not an IREE VM module)")
     length = struct.unpack_from("<I", data, start)[0]
     if length > remaining - 4:
         raise FormatError(
@@ -92,11 +97,6 @@ def parse_archive(data: memoryview, origin: str, keepalive=None) -> Archive:
     fb_offset = start + 4
     if length < 8:
         raise FormatError(f"{origin}: FlatBuffer of {length} bytes is too short to hold a root table")
-    identifier = bytes(data[fb_offset + 4:fb_offset + 8])
-    if identifier != FILE_IDENTIFIER:
-        raise FormatError(
-            f"{origin}: file identifier is {identifier!r}, expected {FILE_IDENTIFIER!r} "
-            f"(not an IREE VM module)")
     rodata_base = (fb_offset + length + SEGMENT_ALIGNMENT - 1) & ~(SEGMENT_ALIGNMENT - 1)
     return Archive(data=data, flatbuffer=data[fb_offset:fb_offset + length],
                    flatbuffer_offset=fb_offset, rodata_base=rodata_base, origin=origin,

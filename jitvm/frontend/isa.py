@@ -222,6 +222,10 @@ def _select(t):
             "{result} = {mnemonic} {condition} ? {true_value} : {false_value}")
 
 
+def _powi(t):
+    return (_r("operand", t), _r("exponent", "i64"), _r("result", t, True)), "{result} = {mnemonic} {operand}, {exponent}"
+
+
 def _unary_cmp(t):
     return (_r("operand", t), _r("result", "i32", True)), "{result} = {mnemonic} {operand}"
 
@@ -589,6 +593,8 @@ def _float_table(ty: str):
               (base + 9, "cast.f32.ui64", "conversion", ("f32", wide), _conversion, _CAST),
               (base + 10, "cast.si64.f32", "conversion", (wide, "f32"), _conversion, _CAST),
               (base + 11, "cast.ui64.f32", "conversion", (wide, "f32"), _conversion, _CAST)]
+    # IREE 3.13: x to an integer power (math.fpowi), the exponent an i64 register
+    t += [(base + (12 if ty == "f32" else 8), f"fpowi.{ty}", "powi", ty, _powi, _ARITH)]
     return t
 
 

@@ -45,6 +45,11 @@ def parse_type(name: str, where: str = "type") -> VmType:
         return VmType(name, "opaque")
     if not name.startswith("!") or len(name) < 2:
         raise FormatError(f"{where}: {name!r} is not a VM type")
+    if name.startswith("!vm.ref<") and name.endswith(">"):  # `!vm.ref<!hal.buffer>`: the ref type named inside
+        inner = parse_type(name[len("!vm.ref<"):-1], where)
+        if not inner.is_ref:
+            raise FormatError(f"{where}: {name!r} wraps a value type")
+        return VmType(name, inner.kind, ref=inner.ref, element=inner.element)
     body = name[1:]
     if body.startswith("vm.list"):
         rest = body[len("vm.list"):]

@@ -29,17 +29,29 @@ def ordinal_symbol(module_name: str, ordinal: int) -> str:
     return f"{module_name}:{ordinal}"
 
 
+def unnamed_symbol(ordinal: int) -> str:
+    """How iree-dump-module names a function with neither export nor debug name: `fnN`."""
+    return f"fn{ordinal}"
+
+
 def function_symbols(m: BytecodeModule) -> list[str]:
-    """The name each function goes by in the text; unique within the module."""
+    """The name each function goes by in the text (the export's, the debug name, else `fnN`
+    as iree-dump-module prints it); unique within the module (`module:N` where `fnN` is taken)."""
     first_export: dict[int, str] = {}
     for e in m.exports:
         first_export.setdefault(e.internal_ordinal, e.name)
+    # Debug names count where the database names every function: iree-compile 3.13 writes one
+    # entry (the last function's name), which would label function 0 with `__init`.
+    trusted = m.debug is not None and len(m.debug.function_names) == len(m.functions)
+    named = [first_export.get(i) or (m.function_name(i) if trusted else None) for i in range(len(m.functions))]
     taken: set[str] = set()
     out = []
-    for i in range(len(m.functions)):
-        name = first_export.get(i) or m.function_name(i)
-        if not name or name in taken or name.startswith(m.name + ":"):
-            name = ordinal_symbol(m.name, i)
+    for i, name in enumerate(named):
+        if not name or name in taken or name.startswith(m.name + ":") or \
+                (name.startswith("fn") and name[2:].isdigit() and name != unnamed_symbol(i)):
+            name = unnamed_symbol(i)
+            if name in taken or name in named:
+                name = ordinal_symbol(m.name, i)
         taken.add(name)
         out.append(name)
     return out
@@ -48,7 +60,7 @@ def function_symbols(m: BytecodeModule) -> list[str]:
 def default_debug_names(module_name: str, symbols: list[str]) -> list[str | None]:
     """What the assembler records as debug names when the text does not say otherwise."""
     prefix = module_name + ":"
-    return [None if s.startswith(prefix) else s for s in symbols]
+    return [None if s.startswith(prefix) or s == unnamed_symbol(i) else s for i, s in enumerate(symbols)]
 
 
 def _feature_attrs(extra: int) -> list:

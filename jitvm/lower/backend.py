@@ -19,12 +19,11 @@ from ..fallback_interp import InterpreterBackend
 from ..runtime.exec.nativecode import native
 from ..runtime.exec.runner import NativeDispatchRunner, default_threads
 from ..runtime.exec.workers import NativePool
+from ..runtime.native import cache as store, engine, target as targets
+from ..runtime.native.layout import TrapT
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import BytecodeInstance, LoadedModule, describe_frame
-from ..runtime.native import engine
-from ..runtime.native.layout import TrapT
 from .llvm import cache, compile_pool, compiler, loader
-from ..runtime.native import target as targets
 from .module import ModuleLowering, runtime_type_ids, type_table_symbol
 
 STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions, blocked_nests
@@ -102,7 +101,7 @@ class JitBackend:
         options = self.options(loaded)
         k = cache.key(flat, self.target, options)
         if self.use_cache:
-            hit = cache.load(k)
+            hit = store.load(k)
             if hit is not None:
                 STATS["cache_hits"] += 1
                 return hit
@@ -134,7 +133,7 @@ class JitBackend:
                            for lm in lowered],
                 "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for lm in lowered for f in lm.fallbacks]}
         if self.use_cache:
-            cache.store(k, objects, meta)
+            store.store(k, objects, meta)
         return objects, meta
 
     def prepare(self, loaded: LoadedModule) -> "JitExecutable":

@@ -24,9 +24,11 @@ from pathlib import Path
 
 if __package__ in (None, ""):  # allow running as a plain script
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.corpus import build_corpus, require_tool  # type: ignore
+    from jitvm.fuzz.corpus import require_tool  # type: ignore
+    from tests.corpus import build_corpus  # type: ignore
 else:
-    from tests.corpus import build_corpus, require_tool
+    from jitvm.fuzz.corpus import require_tool
+    from tests.corpus import build_corpus
 
 DEFAULT_ISA = os.environ.get("JITVM_ISA_JSON", "/work/ref/isa.json")
 

@@ -276,6 +276,8 @@ class ModuleBuilder:
             fn.named = False
         elif symbol in self._symbol_index:
             raise _fail(f"duplicate function @{symbol}", fn.where)
+        elif symbol == f"fn{ordinal}":  # iree-dump-module's name for an unnamed function
+            fn.named = False
         self._symbol_index[symbol] = ordinal
         self.functions.append(fn)
         return ordinal

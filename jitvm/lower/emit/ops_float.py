@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ...frontend.handlers import OpHandlers
 from ...runtime.native import ir
+from ...runtime.native.mathlib import POWI
 
 from ...runtime.vm.semantics import FUSED_FMA
 from .types import BANK_TYPE, F32, F64, I32, I64, const
@@ -131,6 +132,15 @@ for _ty in FLOAT_TYPES:
             ty = ins.op.type
             e.set(ins["result"], fn(e, ty, e.get(ins["operand"], ty)), ty)
         lowers(_name(_pattern, _ty))(_un)
+
+
+@lowers("fpowi.f32", "fpowi.f64")
+def _fpowi(e, ins):
+    """The compiler runtime's powi (as IREE computes it), the i64 exponent truncated to i32."""
+    ty = ins.op.type
+    n = e.b.trunc(e.get(ins["exponent"], "i64"), I32)
+    fn = e.runtime(POWI[ty])
+    e.set(ins["result"], e.b.call(fn, [e.get(ins["operand"], ty), n], attrs=("nobuiltin",)), ty)
 
 
 @lowers("fma.f32", "fma.f64")

@@ -12,13 +12,18 @@ earlier modules `export` and what `provide` registers (libc, libm, Python callba
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import threading
+from collections import Counter
 from typing import Iterable, Mapping
 
+import llvmlite
 import llvmlite.binding as llvm
 
-from . import target as targets
+from . import cache, target as targets
 
+STATS: Counter = Counter()  # runtime_compiled, runtime_cache_hits: the runtime's own native code
+RUNTIME_KEYS: set[str] = set()  # the code-store keys of the runtime code this process loaded (bundles need them)
 _lock = threading.Lock()  # one engine at a time: loads come from several threads, LLVM's global context is shared
 
 
@@ -48,11 +53,17 @@ class JitModule:
 
 
 def jit_module(ir: str | llvm.ModuleRef | None = None, objects: Iterable[bytes] = (), *, opt: int = 2,
-               export: Iterable[str] = ()) -> JitModule:
+               export: Iterable[str] = (), cached: bool = True) -> JitModule:
     """`ir` (text or a parsed module, verified here) and/or object files, compiled at
     optimisation level `opt` for the host and finalized; the functions named in `export`
-    become symbols later modules link against."""
+    become symbols later modules link against. IR text is compiled once per host and LLVM
+    and its object code kept in the code store (runtime.native.cache): later processes map
+    it instead of compiling it (`cached=False` always compiles)."""
     host = targets.host()
+    objects = list(objects)
+    if isinstance(ir, str) and cached:
+        objects.append(_object_code(ir, host, opt))
+        ir = None
     with _lock:
         if ir is None:
             mod = llvm.parse_assembly(f'target triple = "{host.triple}"\n')
@@ -67,6 +78,29 @@ def jit_module(ir: str | llvm.ModuleRef | None = None, objects: Iterable[bytes] 
     code = JitModule(engine)
     provide({name: code.address(name) for name in export})
     return code
+
+
+def _object_code(ir: str, host, opt: int) -> bytes:
+    """The host object code of `ir` at `opt`: from the code store, else compiled and stored."""
+    h = hashlib.sha256()
+    for part in ("runtime-ir-1", llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)), host.triple,
+                 host.cpu, host.features, str(opt), ir):
+        h.update(part.encode())
+        h.update(b"\0")
+    key = "rt" + h.hexdigest()
+    RUNTIME_KEYS.add(key)
+    hit = cache.load(key)
+    if hit is not None:
+        STATS["runtime_cache_hits"] += 1
+        return hit[0][0]
+    STATS["runtime_compiled"] += 1
+    with _lock:
+        mod = llvm.parse_assembly(ir)
+        mod.triple = host.triple
+        mod.verify()
+        obj = targets.new_machine(host, opt).emit_object(mod)
+    cache.store(key, [obj], {"what": "runtime code"})
+    return obj
 
 
 def provide(symbols: Mapping[str, int]) -> None:

@@ -36,6 +36,13 @@ for _suffix, _t in (("f", "f32"), ("", "f64")):
     FUNCTIONS["lround" + _suffix] = ("long", (_t,))
     FUNCTIONS["llround" + _suffix] = ("llong", (_t,))
 
+# vm.fpowi.f32/f64 (IREE 3.13): x to an int32 power by repeated squaring, the compiler
+# runtime's __powisf2/__powidf2 (libgcc_s; compiler-rt on other systems). IREE's results
+# match them bit for bit, its i64 exponent truncated to int32.
+POWI = {"f32": "__powisf2", "f64": "__powidf2"}
+FUNCTIONS[POWI["f32"]] = ("f32", ("f32", "i32"))
+FUNCTIONS[POWI["f64"]] = ("f64", ("f64", "i32"))
+
 
 # Symbol versions IREE's runtime wheel binds where glibc has several (readelf --dyn-syms on
 # iree/_runtime_libs/_runtime*.so of iree-base-runtime 3.13.0), by machine.
@@ -67,8 +74,23 @@ def _versioned(name: str) -> int | None:
 
 
 @lru_cache(maxsize=None)
+def _compiler_runtime():
+    """The library holding the compiler's support routines (__powisf2 ...)."""
+    for name in ("libgcc_s.so.1", None):
+        try:
+            lib = ctypes.CDLL(name)
+            getattr(lib, POWI["f32"])
+            return lib
+        except (OSError, AttributeError):
+            continue
+    raise OSError("no library provides __powisf2 (libgcc_s or compiler-rt), needed by vm.fpowi")
+
+
+@lru_cache(maxsize=None)
 def address(name: str) -> int:
     """Where the libm function `name` that both backends call lives."""
+    if name in POWI.values():
+        return ctypes.cast(getattr(_compiler_runtime(), name), ctypes.c_void_p).value
     addr = _versioned(name)
     if addr is None:
         addr = ctypes.cast(getattr(_libm(), name), ctypes.c_void_p).value

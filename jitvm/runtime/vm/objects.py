@@ -375,6 +375,8 @@ _class_layouts: dict[type, tuple[int, int, type]] = {}  # class -> (type id, siz
 def _destroy_python_object(addr):
     """Native code's hook when a Python-backed object's last reference goes (the native side
     frees the header afterwards)."""
+    if _live is None:  # interpreter shutdown: module globals are gone
+        return
     obj = _live.pop(addr, None)
     if obj is not None:
         obj.on_destroy()

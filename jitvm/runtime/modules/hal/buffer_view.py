@@ -79,11 +79,23 @@ class HalBufferView(StructView):
             return self.to_numpy()
         buffer = self.buffer
         if buffer.exclusively_owned():
-            address, n = buffer.map_range(0, self.byte_length, t.ACCESS_READ)
-            if n == self.byte_length and n:
-                raw = np.asarray(_OwnedMemory(address, n, ref))
-                return raw.view(self.dtype).reshape(self.shape)
+            mapped = self.mapped_numpy(ref)
+            if mapped is not None:
+                return mapped
         return self.to_numpy()
+
+    def mapped_numpy(self, owner: Ref, dtype=None, writable: bool = True) -> np.ndarray | None:
+        """The contents as an array over the buffer's own memory (no copy), kept alive by
+        `owner` (a reference to this view), as iree.runtime maps host-visible buffers; None
+        for an empty view or one without a numpy dtype."""
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        if dtype is None:
+            return None
+        address, n = self.buffer.map_range(0, self.byte_length, t.ACCESS_READ)
+        if n != self.byte_length or not n:
+            return None
+        raw = np.asarray(_OwnedMemory(address, n, owner, writable))
+        return raw.view(dtype).reshape(self.shape)
 
     def format(self, max_elements: int = 1024) -> str:
         """IREE's `iree_hal_buffer_view_format`: shape x type = nested [..] elements."""
@@ -93,9 +105,9 @@ class HalBufferView(StructView):
 class _OwnedMemory:
     """Bytes at an address, exposed to numpy, kept alive by the ref held here."""
 
-    def __init__(self, address: int, length: int, owner: Ref):
+    def __init__(self, address: int, length: int, owner: Ref, writable: bool = True):
         self.owner = owner
-        self.__array_interface__ = {"shape": (length,), "typestr": "|u1", "data": (address, False),
+        self.__array_interface__ = {"shape": (length,), "typestr": "|u1", "data": (address, not writable),
                                     "version": 3}
 
 
@@ -104,7 +116,7 @@ def shape_prefix(shape, element_type: int) -> str:
 
 
 def format_element(value, dtype: np.dtype) -> str:
-    if dtype.kind == "f":
+    if t.is_float_dtype(dtype):
         return format_float_upper(float(value))
     if dtype.kind in "iu":
         return str(int(value))
@@ -134,28 +146,26 @@ def format_elements(view: HalBufferView, max_elements: int) -> str:
         items = [bytes(r).hex().upper() for r in raw]
     else:
         items = [format_element(v, dtype) for v in view.to_numpy().reshape(-1)]
-    shape = view.shape or (1,)
-    return _nest(items, shape, [max_elements])
+    return nest_elements(items, view.shape, max_elements)
+
+
+def nest_elements(items: list[str], shape, max_elements: int = 1024) -> str:
+    """Formatted elements nested by `shape` as IREE prints a view's contents."""
+    return _nest(items, tuple(shape) or (1,), [max_elements])
 
 
 def _nest(items: list[str], shape, budget: list[int]) -> str:
+    """IREE's nesting; past `budget` elements a row ends in "..." and later rows are "[...]"."""
     if len(shape) == 1:
-        out = []
-        for item in items[:shape[0]]:
+        out = ""
+        for j, item in enumerate(items[:shape[0]]):
             if budget[0] <= 0:
-                out.append("...")
-                break
-            out.append(item)
+                return out + "..."
+            out += (" " if j else "") + item
             budget[0] -= 1
-        return " ".join(out)
+        return out
     stride = math.prod(shape[1:])
-    parts = []
-    for i in range(shape[0]):
-        if budget[0] <= 0:
-            parts.append("...")
-            break
-        parts.append("[" + _nest(items[i * stride:(i + 1) * stride], shape[1:], budget) + "]")
-    return "".join(parts)
+    return "".join("[" + _nest(items[i * stride:(i + 1) * stride], shape[1:], budget) + "]" for i in range(shape[0]))
 
 
 def assert_buffer(buffer: HalBuffer, message: str, minimum_length: int, memory_types: int, usage: int) -> None:

@@ -30,10 +30,11 @@ class HalDevice(NativeObject):
     type_name = "hal.device"
     facts = "HalDevice"
 
-    def __init__(self, loader, runner, policy: FormatPolicy | None = None):
+    def __init__(self, loader, runner, policy: FormatPolicy | None = None, device_id: str = DEVICE_ID):
         self.loader = loader  # executables are loaded with the host module's backend (executable.ExecutableLoader)
         self.runner = runner  # and dispatched with its runner
         self.policy = policy if policy is not None else FormatPolicy()  # which formats it offers
+        self.device_id = device_id  # what `hal.device.id` queries match: "local-sync" or "local-task"
         self.allocator_ref = HalAllocator.create()
 
     def write_facts(self, facts) -> None:
@@ -48,7 +49,7 @@ class HalDevice(NativeObject):
     def query_i64(self, category: str, key: str) -> int | None:
         """The value of a configuration key, or None when the device does not know it."""
         if category == "hal.device.id":
-            return int(match_pattern(DEVICE_ID, key))
+            return int(match_pattern(self.device_id, key))
         if category == "hal.executable.format":
             return int(self.policy.supports(key))
         if category == "hal.cpu":

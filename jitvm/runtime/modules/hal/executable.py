@@ -174,7 +174,8 @@ def create_vmvx_executable(data: bytes, constants: bytes | None, loader: Executa
         entries = []
         for export in loaded.module.exports:
             fn = instance.lookup(export.name)
-            if export.name.startswith("__"):
+            if export.name.startswith("__") and fn.cconv.text != VMVX_ENTRY_CCONV:
+                # __set_constants and the like; `__builtin_fill_i64`-style kernels are entry points
                 entries.append(EntryPoint(export.name, None, 0, 0, 0))
                 continue
             if fn.cconv.text != VMVX_ENTRY_CCONV:

@@ -59,6 +59,14 @@ class HalSemaphore(StructView):
     def reached(self, value: int) -> bool:
         return not self.struct.failed and self.value >= value
 
+    def signal(self, value: int) -> None:
+        """Moves the payload to `value` (a trap if failed or not later), as a fence would."""
+        HalFence.new([(self, value)]).signal()
+
+    def fail(self, failure: Trap) -> None:
+        """Fails the semaphore with `failure` unless it failed already."""
+        HalFence.new([(self, 0)]).fail(failure)
+
 
 def Semaphore(value: int = 0) -> HalSemaphore:  # noqa: N802 - the constructor's old name
     """A new semaphore at `value`."""
@@ -83,6 +91,10 @@ class HalFence(StructView):
     def create(cls) -> "HalFence":
         """What hal.fence.create makes: one new semaphore at 0, awaiting 1."""
         return cls.adopt(native.fn.jv_hal_fence_make(), "fence")
+
+    def joined(self, timepoints: list[tuple[HalSemaphore, int]]) -> "HalFence":
+        """A new fence of this one's timepoints and `timepoints` (native fences do not grow)."""
+        return HalFence.new(self.timepoints + list(timepoints))
 
     @property
     def timepoints(self) -> list[tuple[HalSemaphore, int]]:

@@ -46,18 +46,20 @@ class HalModule(DeviceExports, BufferExports, CommandExports, NativeModule):
                  HalExecutable, HalFence, HalFile, HalSemaphore)
 
     def __init__(self, loader: ExecutableLoader | None, runner: DispatchRunner | None = None, trace_sink=None,
-                 policy: FormatPolicy | None = None):
+                 policy: FormatPolicy | None = None, devices=None):
         """`loader` loads the executables the program creates, with the backend the host
         module uses (None: a HAL that creates none); that backend's runner (if it has one)
         dispatches them unless `runner` is given. `policy` (FormatPolicy.for_program(host
         module)) decides which executable variants the device offers the program: llvm-cpu
-        first, JITVM_PREFER=vmvx, CPU features (hal.formats)."""
+        first, JITVM_PREFER=vmvx, CPU features (hal.formats). `devices` (device Refs, made
+        by the caller, e.g. one per `--device`) replaces the one device made here."""
         super().__init__()
         self.register_types()
         self.loader = loader if loader is not None else _NoExecutables()
         self.runner = runner if runner is not None else runner_for(self.loader.backend)
         self.trace_sink = trace_sink
-        self.devices = [HalDevice.new(self.loader, self.runner, policy or FormatPolicy.for_program(None))]
+        self.devices = list(devices) if devices else \
+            [HalDevice.new(self.loader, self.runner, policy or FormatPolicy.for_program(None))]
 
     def native_functions(self) -> dict[str, tuple[str, int]]:
         return native.exports()

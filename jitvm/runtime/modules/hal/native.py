@@ -15,7 +15,6 @@ import ctypes
 import threading
 
 from ....errors import STATUS_CODES
-from ....lower.llvm import loader
 from ...exec.nativecode import native as native_executor
 from ...native import engine, layout, template
 from ...native.layout import TrapT
@@ -187,7 +186,7 @@ def code() -> engine.JitModule:
             native_executor()  # jv_run_sequence
             engine.provide({"jv_hal_py_call": ctypes.cast(_call, ctypes.c_void_p).value})
             # jitvm.api.plan's native calls make inputs and await fences with these
-            _code = loader.load_runtime_ir(ir_text(), "hal", export=("jv_hal_allocate", "jv_hal_buffer_view_new",
+            _code = engine.jit_module(ir_text(), export=("jv_hal_allocate", "jv_hal_buffer_view_new",
                                                                      "jv_hal_fence_make", "jv_hal_wait"))
     return _code
 

@@ -87,6 +87,11 @@ NUMERICAL_BOOLEAN = 0x13
 NUMERICAL_FLOAT_IEEE = 0x21
 NUMERICAL_FLOAT_BRAIN = 0x22
 NUMERICAL_FLOAT_COMPLEX = 0x23
+NUMERICAL_FLOAT_8_E5M2 = 0x24
+NUMERICAL_FLOAT_8_E4M3_FN = 0x25
+NUMERICAL_FLOAT_8_E5M2_FNUZ = 0x26
+NUMERICAL_FLOAT_8_E4M3_FNUZ = 0x27
+NUMERICAL_FLOAT_8_E8M0_FNU = 0x28
 
 ENCODING_OPAQUE = 0
 ENCODING_DENSE_ROW_MAJOR = 1
@@ -149,7 +154,26 @@ _NUMPY = [
     (element_type(NUMERICAL_FLOAT_COMPLEX, 64), np.complex64),
     (element_type(NUMERICAL_FLOAT_COMPLEX, 128), np.complex128),
 ]
+
+try:  # bf16 and the f8 types have numpy dtypes from ml_dtypes (which iree.runtime uses too)
+    import ml_dtypes
+except ImportError:  # pragma: no cover - arrays of these types are then refused
+    ml_dtypes = None
+if ml_dtypes is not None:
+    _NUMPY += [
+        (element_type(NUMERICAL_FLOAT_BRAIN, 16), ml_dtypes.bfloat16),
+        (element_type(NUMERICAL_FLOAT_8_E5M2, 8), ml_dtypes.float8_e5m2),
+        (element_type(NUMERICAL_FLOAT_8_E4M3_FN, 8), ml_dtypes.float8_e4m3fn),
+        (element_type(NUMERICAL_FLOAT_8_E5M2_FNUZ, 8), ml_dtypes.float8_e5m2fnuz),
+        (element_type(NUMERICAL_FLOAT_8_E4M3_FNUZ, 8), ml_dtypes.float8_e4m3fnuz),
+        (element_type(NUMERICAL_FLOAT_8_E8M0_FNU, 8), ml_dtypes.float8_e8m0fnu),
+    ]
 NUMPY_OF_ELEMENT = {et: np.dtype(dt) for et, dt in _NUMPY}
+
+
+def is_float_dtype(dtype: np.dtype) -> bool:
+    """numpy floats and the ml_dtypes ones (bfloat16, float8_*), which numpy sees as kind 'V'."""
+    return dtype.kind == "f" or dtype.name == "bfloat16" or dtype.name.startswith("float8")
 ELEMENT_OF_NUMPY = {}
 for _et, _dt in _NUMPY:
     if numerical_type(_et) != NUMERICAL_INTEGER:  # arrays carry their signedness
@@ -169,6 +193,10 @@ MLIR_ELEMENT_TYPES = {
     "ui64": element_type(NUMERICAL_INTEGER_UNSIGNED, 64),
     "f16": element_type(NUMERICAL_FLOAT_IEEE, 16), "f32": element_type(NUMERICAL_FLOAT_IEEE, 32),
     "f64": element_type(NUMERICAL_FLOAT_IEEE, 64), "bf16": element_type(NUMERICAL_FLOAT_BRAIN, 16),
+    "f8E5M2": element_type(NUMERICAL_FLOAT_8_E5M2, 8), "f8E4M3FN": element_type(NUMERICAL_FLOAT_8_E4M3_FN, 8),
+    "f8E5M2FNUZ": element_type(NUMERICAL_FLOAT_8_E5M2_FNUZ, 8),
+    "f8E4M3FNUZ": element_type(NUMERICAL_FLOAT_8_E4M3_FNUZ, 8),
+    "f8E8M0FNU": element_type(NUMERICAL_FLOAT_8_E8M0_FNU, 8),
 }
 
 _PREFIXES = {
@@ -178,11 +206,18 @@ _PREFIXES = {
 }
 
 
+_F8_NAMES = {NUMERICAL_FLOAT_8_E5M2: "f8E5M2", NUMERICAL_FLOAT_8_E4M3_FN: "f8E4M3FN",
+             NUMERICAL_FLOAT_8_E5M2_FNUZ: "f8E5M2FNUZ", NUMERICAL_FLOAT_8_E4M3_FNUZ: "f8E4M3FNUZ",
+             NUMERICAL_FLOAT_8_E8M0_FNU: "f8E8M0FNU"}
+
+
 def element_type_name(etype: int) -> str:
     """IREE's spelling: i32, si8, f32, i1 for booleans, *8 for opaque bytes."""
     num = numerical_type(etype)
     if num == NUMERICAL_BOOLEAN:
         return "i1"
+    if num in _F8_NAMES and bit_count(etype) == 8:
+        return _F8_NAMES[num]
     return f"{_PREFIXES.get(num, '*')}{bit_count(etype)}"
 
 

@@ -3,19 +3,17 @@
 This is the reference side of the differential tests: what IREE's C interpreter returns for a
 corpus CALL (or that it traps). jitvm's backends are compared against it.
 
-    >>> from tests.corpus import build_corpus
-    >>> from tests.corpus.oracle import run_module
-    >>> for outcome in run_module(build_corpus(names=["mlir/matmul"])[0]):
+    >>> from jitvm.fuzz.corpus import Corpus
+    >>> from jitvm.fuzz.oracles.iree import run_module
+    >>> for outcome in run_module(Corpus("tests/corpus").build(names=["mlir/matmul"])[0]):
     ...     print(outcome.call, outcome.trapped, [r.shape for r in outcome.results])
 
 All calls of one module run in order in ONE context, so module state (mutable globals) carries
 over from call to call exactly as the CALL lines are listed.
 
 ``check`` dialect modules import the ``check`` module; IREE's Python package does not ship it,
-so :func:`make_check_module` provides one written with ``iree.runtime.PyModuleInterface``
-(expect_true/false/all_true/eq/almost_eq with IREE's semantics: exact equality, or
-``|a - b| <= atol + rtol * |b|`` per element). A failed expectation raises inside the call, so
-the call reports ``trapped=True`` with the failure message.
+so :func:`make_check_module` (iree_check.py) provides one. A failed expectation raises inside
+the call, so the call reports ``trapped=True`` with the failure message.
 """
 
 from __future__ import annotations
@@ -24,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tests.corpus import Call, CorpusModule, make_inputs
+from ..corpus import Call, CorpusModule, make_inputs
+from .iree_check import CheckFailure, make_check_module
 
 DRIVER = "local-sync"
 
@@ -38,78 +37,10 @@ class Outcome:
     results: list = field(default_factory=list)  # numpy arrays and Python scalars
 
 
-class CheckFailure(AssertionError):
-    pass
-
-
 def _rt():
     import iree.runtime as rt
 
     return rt
-
-
-# --------------------------------------------------------------------------------------------
-# check module
-# --------------------------------------------------------------------------------------------
-
-
-def make_check_module(config, failures: list[str] | None = None):
-    """A VM module named ``check`` implementing the check dialect's imports in Python.
-
-    Each failed expectation appends a message to ``failures`` (if given) and raises, which
-    makes the calling VM function fail.
-    """
-    rt = _rt()
-    device = config.device
-
-    def to_numpy(ref):
-        bv = ref.deref(rt.HalBufferView)
-        return rt.DeviceArray(device, bv, implicit_host_transfer=True).to_host()
-
-    def fail(msg):
-        if failures is not None:
-            failures.append(msg)
-        raise CheckFailure(msg)
-
-    class CheckMethods:
-        def __init__(self, iface):
-            self.iface = iface
-
-        def expect_true(self, v):
-            if not v:
-                fail(f"expect_true: got {v}")
-
-        def expect_false(self, v):
-            if v:
-                fail(f"expect_false: got {v}")
-
-        def expect_all_true(self, dev, ref):
-            a = to_numpy(ref)
-            if not np.all(a != 0):
-                fail(f"expect_all_true: {a!r}")
-
-        def expect_eq(self, dev, lhs, rhs):
-            a, b = to_numpy(lhs), to_numpy(rhs)
-            if a.shape != b.shape or a.dtype != b.dtype or not np.array_equal(a, b):
-                fail(f"expect_eq:\n lhs={a!r}\n rhs={b!r}")
-
-        def expect_almost_eq(self, dev, lhs, rhs, atol, rtol):
-            a, b = to_numpy(lhs), to_numpy(rhs)
-            if a.shape != b.shape or a.dtype != b.dtype:
-                fail(f"expect_almost_eq: shape/type mismatch {a.shape}{a.dtype} vs {b.shape}{b.dtype}")
-            a64, b64 = a.astype(np.float64), b.astype(np.float64)
-            ok = np.abs(a64 - b64) <= atol + rtol * np.abs(b64)
-            ok |= np.isnan(a64) & np.isnan(b64)
-            if not np.all(ok):
-                fail(f"expect_almost_eq (atol={atol}, rtol={rtol}):\n lhs={a!r}\n rhs={b!r}")
-
-    iface = rt.PyModuleInterface("check", CheckMethods)
-    iface.export("expect_true", "0i_v", CheckMethods.expect_true)
-    iface.export("expect_false", "0i_v", CheckMethods.expect_false)
-    iface.export("expect_all_true", "0rr_v", CheckMethods.expect_all_true)
-    iface.export("expect_eq", "0rrr_v", CheckMethods.expect_eq)
-    iface.export("expect_almost_eq", "0rrrff_v", CheckMethods.expect_almost_eq)
-    return iface.create()
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,15 +126,14 @@ def run_module(module: CorpusModule) -> list[Outcome]:
     return outcomes
 
 
+# The child gets the module itself (pickled), so it needs no corpus directory and builds nothing.
 _SUBPROCESS_SCRIPT = r"""
+import pickle
 import sys
-from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from tests.corpus import build_corpus
-from tests.corpus.oracle import _vmasm_session, call_vmasm
-from tests.corpus import make_inputs
-m = build_corpus(cache_dir=Path(sys.argv[2]), names=[sys.argv[3]])[0]
-i = int(sys.argv[4])
+from jitvm.fuzz.corpus import make_inputs
+from jitvm.fuzz.oracles.iree import _vmasm_session, call_vmasm
+m, i = pickle.loads(bytes.fromhex(sys.argv[2]))
 vm, ctx, inst = _vmasm_session(m)
 try:
     print(repr(call_vmasm(vm, ctx, m.calls[i], make_inputs(m, i))))
@@ -213,24 +143,23 @@ except Exception as e:
 """
 
 
-def run_call_in_subprocess(module: CorpusModule, index: int, cache_dir=None) -> Outcome:
+def run_call_in_subprocess(module: CorpusModule, index: int) -> Outcome:
     """Runs one vmasm call in a fresh interpreter (for calls that crash IREE's runtime).
 
     Outcome.trapped is True if the call trapped or the process died from a signal; the error
     text says which ("killed by signal 8" for SIGFPE).
     """
+    import pickle
     import signal
     import subprocess
     import sys
     from pathlib import Path
 
-    from tests.corpus import CORPUS_DIR
+    import jitvm
 
-    if cache_dir is None:
-        cache_dir = module.vmfb.parent.parent
-    root = str(Path(CORPUS_DIR).parent.parent)
+    root = str(Path(jitvm.__file__).resolve().parent.parent)  # where the child imports jitvm from
     r = subprocess.run(
-        [sys.executable, "-c", _SUBPROCESS_SCRIPT, root, str(cache_dir), module.name, str(index)],
+        [sys.executable, "-c", _SUBPROCESS_SCRIPT, root, pickle.dumps((module, index)).hex()],
         capture_output=True,
         text=True,
         check=False,
@@ -256,15 +185,20 @@ __all__ = ["CheckFailure", "DRIVER", "Outcome", "call_vmasm", "make_check_module
 
 
 def main(argv=None) -> int:
-    """``python -m tests.corpus.oracle [name ...]``: prints what IREE returns for each CALL."""
+    """``python -m jitvm.fuzz.oracles.iree CORPUS_DIR [name ...]``: prints what IREE returns for
+    each CALL of the corpus in CORPUS_DIR (jitvm's own: tests/corpus)."""
     import sys
 
-    from tests.corpus import build_corpus
+    from ..corpus import Corpus
 
-    names = (argv if argv is not None else sys.argv[1:]) or None
+    args = argv if argv is not None else sys.argv[1:]
+    if not args or args[0].startswith("-"):
+        print("usage: python -m jitvm.fuzz.oracles.iree CORPUS_DIR [name ...]", file=sys.stderr)
+        return 2
+    names = args[1:] or None
     bad = 0
     np.set_printoptions(threshold=12, precision=6)
-    for m in build_corpus(names=names):
+    for m in Corpus(args[0]).build(names=names):
         for o in run_module(m):
             want = o.call.function in m.expect_trap
             mark = "ok " if want == o.trapped else "BAD"

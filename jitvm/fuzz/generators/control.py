@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from jitvm.frontend import isa
 
-from tests.fuzz import scalar, values
-from tests.fuzz.emit import VALUE_BANKS, WIDE, FuncGen, FuncOut, FuncSig, V, emit_op, reg_text, remap_text, render
+from . import scalar, values
+from .emit import VALUE_BANKS, WIDE, FuncGen, FuncOut, FuncSig, V, emit_op, reg_text, remap_text, render
 
 MAX_DEPTH = 3
 _MESSAGES = ["", "boom", "assertion failed", "bad: value", "x" * 40, "fail \\\"quoted\\\""]

@@ -25,8 +25,8 @@ before the start or past the end, an inner trip count that overruns in the middl
 other `sel`, jam-relevant trip counts (7, 8, 9, 15, 16, 17, 31, 32, 33), zero and negative
 trips. Integer kernels may divide by loaded data, which traps mid-loop on a zero.
 
-Float results of kernels and float buffers they store to are computed in loops: run.py
-compares them with the documented NaN-payload tolerance. Kernels never reinterpret float
+Float results of kernels and float buffers they store to are computed in loops:
+oracles/differential.py compares them with the documented NaN-payload tolerance. Kernels never reinterpret float
 bits as integers (no `bitcast.f*`, no integer loads of float buffers), so no payload
 difference can leak into values compared exactly.
 """
@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 
 from jitvm.frontend import isa
 
-from tests.fuzz import memory, ops, scalar, values
-from tests.fuzz.emit import FuncGen, FuncOut, RandomChooser, V, emit_op, reg_text, remap_text, render
+from . import memory, ops, scalar, values
+from .emit import FuncGen, FuncOut, RandomChooser, V, emit_op, reg_text, remap_text, render
 
 KDTYPES = ["f32", "f32", "f32", "f64", "i32", "i32", "i64", "i8", "i16"]
 WIDTH = {"f32": 4, "f64": 8, "i32": 4, "i64": 8, "i8": 1, "i16": 2}

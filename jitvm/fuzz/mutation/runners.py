@@ -1,7 +1,7 @@
 """Runners for accepted mutants: every export called under the interpreter ("interp") or the JIT ("jit").
 
-Importing this module registers both in `tests.mutation.RUNNERS`. A runner gets a mutant that
-loaded and verified, prepares it with its backend and calls what it exports:
+Importing this module registers both in `jitvm.fuzz.mutation.RUNNERS`. A runner gets a
+mutant that loaded and verified, prepares it with its backend and calls what it exports:
 
 - VMVX executables (exports with the dispatch calling convention `0rrriiiiiiiii_v`) are
   created the way `hal.executable.create` does it (`__set_constants` included) and every
@@ -20,7 +20,7 @@ RecursionError/MemoryError (an interpreter handler or native module that hit an 
 say, reported as an INTERNAL trap) is a jitvm bug like a bare exception: both raise
 `RunnerBug` out of the runner, which the pool reports as BUG.
 
-Every step tells the pool its phase (tests.mutation.phase) so a timeout is charged right:
+Every step tells the pool its phase (protocol.phase) so a timeout is charged right:
 "compile" (the backend prepares the module and its embedded executables: JIT compilation
 or the interpreter's translation) has its own budget and must end; "init" and "call" may run
 long for a mutant (a mutated loop bound) and end as SLOW_CALL when past the call budget.
@@ -43,7 +43,9 @@ import numpy as np
 
 import jitvm
 from jitvm.api import EmbeddedLoader
-from tests import mutation
+
+from . import protocol
+from .checks import RUNNERS
 
 BINDING_BYTES = 1 << 16  # each dispatch binding buffer (zeroed)
 MAX_BINDINGS = 16  # a mutated binding_count attribute is capped
@@ -168,7 +170,7 @@ class _Calls:
     def run(self, phase: str, what: str, thunk, counter: str = "calls") -> bool:
         """Runs `thunk` as one counted call; True when it returned."""
         self.counts[counter] += 1
-        mutation.phase(phase, what, self.counts)
+        protocol.phase(phase, what, self.counts)
         try:
             result = thunk()
         except jitvm.Error as e:
@@ -196,7 +198,7 @@ def run(verified, data: bytes, backend_name: str) -> dict:
     be = backend(backend_name)
     calls = _Calls()
     register_hal_types()
-    mutation.phase("compile", verified.name, calls.counts)
+    protocol.phase("compile", verified.name, calls.counts)
     fallbacks = STATS["fallback_functions"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # JIT fallbacks are counted below
@@ -392,5 +394,5 @@ def _dispatch(exe, entry, count, constant) -> None:
         exe.runner.run(Dispatch(entry.function, count, (1, 1, 1), local_memory, constants, bindings))
 
 
-mutation.RUNNERS["interp"] = lambda verified, data: run(verified, data, "interp")
-mutation.RUNNERS["jit"] = lambda verified, data: run(verified, data, "jit")
+RUNNERS["interp"] = lambda verified, data: run(verified, data, "interp")
+RUNNERS["jit"] = lambda verified, data: run(verified, data, "jit")

@@ -5,10 +5,10 @@ reference interpreter and the JIT. Its calls run in order in each instance, so m
 state carries over; after every call the program's `observe` function (if any) returns
 the whole module state (value globals as i64 words, every ref global), compared too.
 
-Outcomes are compared with tests/test_jit_vs_interp.py's `outcome`/`same_outcome`: results
-bit for bit (NaN payloads included), traps by status name and message. On top of that,
-refs are compared by content (buffers: length, mutability and bytes; lists: mode, element
-type, size and elements) and by identity pattern (which results are the same object).
+Outcomes are compared with calls.py's `outcome`/`same_outcome`: results bit for bit (NaN
+payloads included), traps by status name and message. On top of that, refs are compared
+by content (buffers: length, mutability and bytes; lists: mode, element type, size and
+elements) and by identity pattern (which results are the same object).
 
 The one tolerated difference (see `jitvm/lower/emit/ops_float.py:_first_nan_wins`): in the
 JIT's guarded fast copy of a loop nest, an add or mul that meets two NaNs with different
@@ -29,10 +29,9 @@ import numpy as np
 from jitvm.frontend.asm import assemble
 from jitvm.lower.backend import STATS
 from jitvm.runtime.vm.objects import Ref, VmBuffer, VmList
-from tests.interp_support import describe, instantiate, same_value
-from tests.test_jit_vs_interp import outcome, same_outcome, show
 
-from tests.fuzz.emit import Program
+from ..generators.emit import Program
+from .calls import describe, instantiate, outcome, same_outcome, same_value, show
 
 _DTYPES = {"f32": np.float32, "f64": np.float64}
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import struct
 
-from hypothesis import strategies as st
-
 I32_MIN, I32_MAX = -(1 << 31), (1 << 31) - 1
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -68,29 +66,6 @@ def is_nan_bits(bank: str, bits: int) -> bool:
     if bank == "f32":
         return (bits & 0x7F800000) == 0x7F800000 and bits & 0x007FFFFF != 0
     return (bits & 0x7FF0000000000000) == 0x7FF0000000000000 and bits & 0x000FFFFFFFFFFFFF != 0
-
-
-def bits(bank: str):
-    """A strategy of raw bit patterns (unsigned) of the bank: edges first, then small values
-    (for floats: small integers and simple fractions), then anything."""
-    width = WIDTH[bank]
-    mask = (1 << width) - 1
-    if bank in ("i32", "i64"):
-        small = st.integers(-300, 300)
-    elif bank == "f32":
-        small = st.integers(-64, 64).map(lambda n: bits_of_f32(n / 4))
-    else:
-        small = st.integers(-64, 64).map(lambda n: bits_of_f64(n / 4))
-    return st.one_of(st.sampled_from(EDGES[bank]), small, st.integers(0, mask)).map(lambda b: b & mask)
-
-
-def scalar(bank: str):
-    """Python values of the bank for call arguments: signed ints, floats (from bit patterns)."""
-    if bank in ("i32", "i64"):
-        return bits(bank).map(lambda b: signed(b, WIDTH[bank]))
-    if bank == "f32":
-        return bits(bank).map(f32_of_bits)
-    return bits(bank).map(f64_of_bits)
 
 
 def float_text(bank: str, bits_: int) -> str | None:

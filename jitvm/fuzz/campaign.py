@@ -1,11 +1,11 @@
-"""A long fuzzing campaign outside pytest: `python -m tests.fuzz.campaign [options]`.
+"""A long fuzzing campaign outside pytest: `python -m jitvm.fuzz.campaign [options]`.
 
 Programs come from seeded `RandomChooser`s (seed, seed + 1, ...), so any program is
 regenerated from its seed and kind alone; a mismatching one is written to --save (module
 text and calls) for minimising by hand. Prints programs, calls, traps and mismatches per
 kind.
 
-    python -m tests.fuzz.campaign --kind all --programs 2000 --seed 0 --save /tmp/fuzz
+    python -m jitvm.fuzz.campaign --kind all --programs 2000 --seed 0 --save /tmp/fuzz
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 from jitvm.fallback_interp import InterpreterBackend
 from jitvm.lower.backend import JitBackend
 
-from tests.fuzz.emit import RandomChooser
-from tests.fuzz.program import KINDS, generate
-from tests.fuzz.run import run_program
+from .generators.emit import RandomChooser
+from .generators.program import KINDS, generate
+from .oracles.differential import run_program
 
 
 def main(argv=None) -> int:

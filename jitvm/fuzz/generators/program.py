@@ -1,6 +1,7 @@
 """Whole programs: a module of several generated functions plus the calls that run them.
 
-`generate(chooser, kind)` builds one module; `programs(kind)` is the hypothesis strategy.
+`generate(chooser, kind)` builds one module (`strategies.programs(kind)` is the hypothesis
+strategy).
 Kinds:
 - "scalar": straight-line arithmetic/compare/conversion/shift/bit ops of every value bank;
 - "control": branches with remap lists, br_table, counted loops (top- and bottom-tested,
@@ -16,10 +17,8 @@ module state; called after every call).
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
-
-from tests.fuzz import control, kernel, memory, scalar
-from tests.fuzz.emit import Chooser, DrawChooser, ModuleGen, Program
+from . import control, kernel, memory, scalar
+from .emit import Chooser, ModuleGen, Program
 
 KINDS = ("scalar", "control", "memory", "kernel", "mixed")
 
@@ -51,8 +50,3 @@ def generate(c: Chooser, kind: str, functions: int | None = None) -> Program:
     return Program(text=mg.text(), functions=called, setup=setup.sig.name, observe=observe.sig.name,
                    observe_values=sum(1 for b in observe.sig.results if b != "ref"),
                    ref_globals=list(mg.ref_globals), loose_ref_globals=dict(mg.loose_ref_globals))
-
-
-def programs(kind: str, functions: int | None = None):
-    """Hypothesis strategy of `Program`s of one kind."""
-    return st.composite(lambda draw: generate(DrawChooser(draw), kind, functions))()

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from jitvm.frontend import isa
 
-from tests.fuzz import ops, values
-from tests.fuzz.emit import VALUE_BANKS, FuncGen, FuncOut, V, reg_text, render
+from . import ops, values
+from .emit import VALUE_BANKS, FuncGen, FuncOut, V, reg_text, render
 
 FAMILY_WEIGHTS = {"binary": 30, "unary": 14, "conversion": 14, "binary_cmp": 10, "shift": 8, "select": 7,
                   "ternary": 5, "unary_cmp": 4, "switch": 4}
+NEW_FAMILY_WEIGHT = 3  # families the ISA table gains (powi, ...) are generated too
 
 
 def emit_pure(fg: FuncGen, op: isa.Op, picks: dict[str, V] | None = None) -> V:
@@ -52,8 +53,9 @@ def immediate(fg: FuncGen, bank: str) -> str:
 
 def choose_op(fg: FuncGen, allow_traps: bool = True, pool_ops=None) -> isa.Op:
     by_family = ops.PURE_BY_FAMILY if pool_ops is None else ops.by_family(pool_ops)
-    families = [f for f in FAMILY_WEIGHTS if f in by_family]
-    weights = [FAMILY_WEIGHTS[f] for f in families]
+    families = list(FAMILY_WEIGHTS) + [f for f in by_family if f not in FAMILY_WEIGHTS]
+    families = [f for f in families if f in by_family]
+    weights = [FAMILY_WEIGHTS.get(f, NEW_FAMILY_WEIGHT) for f in families]
     total = sum(weights)
     r = fg.c.int(0, total - 1)
     for fam, w in zip(families, weights):

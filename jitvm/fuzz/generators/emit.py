@@ -19,12 +19,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from hypothesis import strategies as st
-
 from jitvm.frontend import isa
 from jitvm.frontend.cconv import argument_registers
 
-from tests.fuzz import values
+from . import values
 
 VALUE_BANKS = ("i32", "i64", "f32", "f64")
 WIDE = frozenset(("i64", "f64"))
@@ -57,22 +55,6 @@ class Chooser:
         if bank in ("i32", "i64"):
             return values.signed(b, w)
         return values.f32_of_bits(b) if bank == "f32" else values.f64_of_bits(b)
-
-
-class DrawChooser(Chooser):
-    """Decisions drawn by hypothesis (so failing programs shrink)."""
-
-    def __init__(self, draw):
-        self.draw = draw
-
-    def int(self, lo, hi):
-        return self.draw(st.integers(lo, hi))
-
-    def choice(self, seq):
-        return self.draw(st.sampled_from(seq))
-
-    def bits(self, bank):
-        return self.draw(values.bits(bank))
 
 
 class RandomChooser(Chooser):
@@ -151,7 +133,8 @@ def hex_bytes(data: bytes) -> str:
 @dataclass(frozen=True)
 class V:
     """A live value: its bank and register; `loop` marks a float computed in a loop of a
-    function with buffer accesses in loops (its NaN payload may differ, see run.py).
+    function with buffer accesses in loops (its NaN payload may differ, see
+    oracles/differential.py).
     Refs carry what they hold: "buffer", "list:<element>" or "null"."""
 
     bank: str
@@ -302,7 +285,7 @@ class FuncGen:
     def _wide_slots(self, unprotected: bool) -> list[tuple[V, int]]:
         """(pair value, slot) for both 32-bit halves of the live i64/f64 registers."""
         if self.no_bitcast_floats:
-            return []  # halves of floats show NaN payload bits (see run.py)
+            return []  # halves of floats show NaN payload bits (see oracles/differential.py)
         out = []
         for bank in WIDE:
             for v in self.pool[bank]:

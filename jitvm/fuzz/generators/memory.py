@@ -11,15 +11,15 @@ in- and out-of-range offsets, direct and indirect; ref globals; ref selects, swi
 compares, casts, assigns (some with the move bit) and discards.
 
 Memory functions use no buffer loads or stores inside loops (kernel.py does), so nothing
-here is subject to the NaN-payload tolerance of run.py.
+here is subject to the NaN-payload tolerance of oracles/differential.py.
 """
 
 from __future__ import annotations
 
 from jitvm.frontend import isa
 
-from tests.fuzz import scalar, values
-from tests.fuzz.emit import REF_TYPES, VALUE_BANKS, FuncGen, FuncOut, FuncSig, V, emit_op, reg_text, render
+from . import scalar, values
+from .emit import REF_TYPES, VALUE_BANKS, FuncGen, FuncOut, FuncSig, V, emit_op, reg_text, render
 
 GLOBAL_BYTES = 64
 MEMORY_REF_GLOBALS = ["buffer", "buffer", "list:i32", "list:any", "buffer"]
@@ -393,7 +393,7 @@ MENU = [(14, s_load), (12, s_store), (5, s_fill), (6, s_copy), (4, s_compare), (
 def memory_function(mg, name: str | None = None) -> FuncOut:
     """Buffer, list, global and ref statements. One in four takes buffer arguments: it is
     not called from the test, only by the memory functions generated after it."""
-    from tests.fuzz import control
+    from . import control
 
     c = mg.c
     args = [c.choice(VALUE_BANKS) for _ in range(c.int(0, 3))]

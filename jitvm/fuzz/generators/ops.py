@@ -36,7 +36,7 @@ PURE: list[isa.Op] = [op for op in isa.OPS.values() if op.pure and _value_only(o
 # Integer division and remainder trap (division by zero; INT_MIN / -1 for the signed ones).
 TRAPPING = frozenset(op.name for op in PURE if op.traps)
 
-# Ops whose result shows a float's exact bits, so a NaN payload (see run.py) becomes visible.
+# Ops whose result shows a float's exact bits, so a NaN payload (see oracles/differential.py) becomes visible.
 PAYLOAD_VISIBLE = frozenset(op.name for op in PURE if op.name.startswith("bitcast.f"))
 
 

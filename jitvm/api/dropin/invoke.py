@@ -1,0 +1,82 @@
+"""FunctionInvoker: calls a VmFunction with Python values, as iree.runtime's invoker does.
+
+Arguments convert by what they are (iree.runtime's dynamic mode): arrays and numpy scalars
+become device-local buffer views (0-d included), ints i64 and floats f64 variants, lists
+and tuples variant lists, API objects their refs; the VM signature then takes them.
+Buffer-view results come back as DeviceArrays, values as ints and floats, other refs as VmRef.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ArgumentError
+from ...runtime.vm.objects import Ref
+from .arrays import DeviceArray
+from .hal import HalBufferView, HalDevice, as_array_argument
+from .refs import VmRef, wrap
+from .vm import VmContext, VmFunction, VmVariantList
+
+
+def _push(out: VmVariantList, device: HalDevice, value) -> None:
+    ref = getattr(value, "__jitvm_ref__", None)
+    if ref is not None or isinstance(value, Ref):
+        out._list.append(ref if ref is not None else value)
+    elif value is None:
+        out._list.append(None)
+    elif isinstance(value, (np.ndarray, np.generic)):
+        out._list.append(as_array_argument(device, value).__jitvm_ref__)
+    elif isinstance(value, (bool, int)):
+        out.push_int(int(value))
+    elif isinstance(value, float):
+        out.push_float(value)
+    elif isinstance(value, (list, tuple)):
+        inner = VmVariantList(len(value))
+        for v in value:
+            _push(inner, device, v)
+        out.push_list(inner)
+    else:
+        raise ArgumentError(f"could not convert python value to VM: {value!r}")
+
+
+def _result(device: HalDevice, value):
+    if value is None or isinstance(value, (int, float)):
+        return value
+    if value.type_name == "hal.buffer_view":
+        return DeviceArray(device, HalBufferView._wrap(value), implicit_host_transfer=True)
+    return wrap(value)
+
+
+class FunctionInvoker:
+    """A VmFunction bound to a context and the device its array arguments are made on."""
+
+    __slots__ = ("_vm_context", "_device", "_vm_function")
+
+    def __init__(self, vm_context: VmContext, device: HalDevice, vm_function: VmFunction):
+        self._vm_context = vm_context
+        self._device = device
+        self._vm_function = vm_function
+
+    @property
+    def vm_function(self) -> VmFunction:
+        return self._vm_function
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise ArgumentError(f"{self._vm_function.name}: keyword arguments need function reflection "
+                                f"this function does not carry")
+        arg_list = VmVariantList(len(args))
+        for value in args:
+            _push(arg_list, self._device, value)
+        ret_list = VmVariantList(1)
+        self._vm_context.invoke(self._vm_function, arg_list, ret_list)
+        results = [_result(self._device, ret_list._list.get(i)) for i in range(len(ret_list))]
+        if len(results) == 1:
+            return results[0]
+        return None if not results else tuple(results)
+
+    def __repr__(self):
+        return repr(self._vm_function)
+
+
+__all__ = ["FunctionInvoker", "VmRef"]
