@@ -81,3 +81,47 @@ def test_other_arguments_are_declined_and_marshalled_by_python(corpus_module, ca
     python = _matmul(corpus_module)
     python._planned = True
     assert _outcome(lambda: fn(*args)) == _outcome(lambda: python(*args))
+
+
+def _dropin_pair(corpus_module):
+    import jitvm.runtime as rt
+
+    vmfb = str(corpus_module("mlir/matmul").vmfb)
+    native = rt.load_vm_flatbuffer_file(vmfb, driver="local-sync").matmul_4x8x5
+    python = rt.load_vm_flatbuffer_file(vmfb, driver="local-sync").matmul_4x8x5
+    python._plan = False  # no plan: the drop-in's own conversion
+    return native, python
+
+
+def _dropin_outcome(call):
+    try:
+        r = call()
+    except jitvm.Error as e:
+        return ("error", type(e).__name__, str(e))
+    host = r.to_host()
+    return ("ok", type(r).__name__, host.tobytes(), host.dtype.str, host.shape)
+
+
+def test_the_dropin_invoker_calls_through_the_plan_with_device_arrays(corpus_module, monkeypatch):
+    """jitvm.runtime's FunctionInvoker takes the native plan for a reflected function of
+    tensors: DeviceArray results with the bytes the drop-in's own conversion gives."""
+    from jitvm.api.dropin import invoke
+
+    native, python = _dropin_pair(corpus_module)
+    a, b = np.ones((4, 8), np.float32), np.full((8, 5), 2, np.float32)
+    assert _dropin_outcome(lambda: native(a, b)) == _dropin_outcome(lambda: python(a, b))
+    assert isinstance(native._plan, CallPlan) and native._plan.raw_results
+    monkeypatch.setattr(invoke, "as_array_argument", lambda *a: pytest.fail("converted in Python"))
+    np.testing.assert_array_equal(native(a, b).to_host(), np.full((4, 5), 16, np.float32))
+
+
+@pytest.mark.parametrize("case", ["strided", "list", "shape", "dtype", "count"])
+def test_the_dropin_invoker_declines_to_its_own_conversion(corpus_module, case):
+    native, python = _dropin_pair(corpus_module)
+    a, b = np.ones((4, 8), np.float32), np.ones((8, 5), np.float32)
+    native(a, b)
+    args = {"strided": (np.ones((4, 16), np.float32)[:, ::2], b), "list": ([[1.0] * 8] * 4, b),
+            "shape": (np.ones((4, 7), np.float32), b), "dtype": (a.astype(np.float64), b), "count": (a,)}[case]
+    if case != "count":
+        assert native._plan(args) is DECLINED
+    assert _dropin_outcome(lambda: native(*args)) == _dropin_outcome(lambda: python(*args))

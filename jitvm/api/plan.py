@@ -86,12 +86,15 @@ def _compatible_dtypes(want: np.dtype) -> list[np.dtype]:
 
 
 class CallPlan:
-    """The native call of one reflected `jitvm.api.Function` (None from `build` when its
-    signature has what the native path does not take: ref arguments, dtypes numpy lacks)."""
+    """The native call of one reflected function (None from `build` when its signature has
+    what the native path does not take: ref arguments, dtypes numpy lacks).
 
-    def __init__(self, function, invoke, entry: tuple[int, int], allocator: int):
-        decl = function.declaration
-        self.function = function
+    Results are numpy arrays (jitvm.api), or with `raw_results` the VM values themselves,
+    buffer views as owned Refs (the iree.runtime drop-in makes DeviceArrays of them)."""
+
+    def __init__(self, call: "Callee", invoke, entry: tuple[int, int], allocator: int, raw_results: bool):
+        decl = call.declaration
+        self.raw_results = raw_results
         self.input_count, self.output_count = len(decl.inputs), len(decl.outputs)
         self._invoke = invoke
         self._keep = []
@@ -101,10 +104,10 @@ class CallPlan:
             if d.is_tensor:
                 self._tensor(value, d, _compatible_dtypes(d.dtype))
             else:
-                self._scalars.append((k, function.cconv.args[k], d, f"{function.name} argument {k} ({d})"))
+                self._scalars.append((k, call.cconv.args[k], d, f"{call.name} argument {k} ({d})"))
         self._outputs = (PlanValueT * max(1, self.output_count))()
         self._results = []  # per output: (VM code, dtype, static shape or None, its memory's ctypes type)
-        for d, value, code in zip(decl.outputs, self._outputs, function.cconv.results):
+        for d, value, code in zip(decl.outputs, self._outputs, call.cconv.results):
             if d.is_tensor and d.dtype is not None and code == "r" and \
                     hal_types.MLIR_ELEMENT_TYPES.get(d.element) in hal_types.NUMPY_OF_ELEMENT:
                 element = hal_types.MLIR_ELEMENT_TYPES[d.element]
@@ -120,8 +123,8 @@ class CallPlan:
         self.struct = CallPlanT(fn=entry[0], ctx=entry[1], allocator=allocator, ndarray=id(np.ndarray),
                                 inputs=ctypes.addressof(self._inputs), input_count=self.input_count,
                                 outputs=ctypes.addressof(self._outputs), output_count=self.output_count,
-                                fenced=int(function.fenced))
-        self._what = f"{function.name} (coarse-fences)".encode()
+                                fenced=int(call.fenced))
+        self._what = f"{call.name} (coarse-fences)".encode()
         self.struct.what = ctypes.cast(ctypes.c_char_p(self._what), ctypes.c_void_p).value
         self.address = ctypes.addressof(self.struct)
         self._slots = self.input_count + 2 * self.output_count
@@ -138,17 +141,25 @@ class CallPlan:
 
     @classmethod
     def build(cls, function) -> "CallPlan | None":
-        decl, hal = function.declaration, function.module.hal
+        """The plan of a `jitvm.api.Function`."""
+        return cls.for_function(Callee(function.name, function.cconv, function.declaration, function.fenced),
+                                function.vm_function, function.module.hal)
+
+    @classmethod
+    def for_function(cls, call: "Callee", vm_function, hal, raw_results: bool = False) -> "CallPlan | None":
+        """The plan of `vm_function` (a loaded function with a native entry) called as
+        `call` describes, its input buffers from `hal`'s device allocator."""
+        decl = call.declaration
         if decl is None or hal is None or any(not (d.is_tensor or d.is_scalar) for d in decl.inputs) or \
                 any(d.is_tensor and (d.dtype is None or d.dtype not in hal_types.ELEMENT_OF_NUMPY)
                     for d in decl.inputs) or \
-                len(decl.outputs) != len(function.cconv.results) or \
-                getattr(function.vm_function.instance.loaded.executable, "call_pool", None) is not None:
+                len(decl.outputs) != len(call.cconv.results) or \
+                getattr(vm_function.instance.loaded.executable, "call_pool", None) is not None:
             return None
         invoke = native_code()
         if not invoke:
             return None
-        return cls(function, invoke, function.vm_function.native_entry(), hal.device.allocator.addr)
+        return cls(call, invoke, vm_function.native_entry(), hal.device.allocator.addr, raw_results)
 
     def __call__(self, args):
         """The call's result (one value, a tuple, None), or DECLINED."""
@@ -164,6 +175,9 @@ class CallPlan:
                 return DECLINED
             raise traps.take_exception(TrapT.from_address(ctypes.addressof(io) + 8 * self._slots), describe_frame)
         n, m = self.input_count, self.output_count
+        if self.raw_results:
+            out = [abi.from_slot(code, io[n + j], owned=True) for j, (code, _, _, _) in enumerate(self._results)]
+            return out[0] if m == 1 else tuple(out) if out else None
         out = [self._result(code, dtype, shape, memory, io[n + j], io[n + m + j])
                for j, (code, dtype, shape, memory) in enumerate(self._results)]
         if not out:
@@ -182,6 +196,16 @@ class CallPlan:
         view.owner = owner  # the array keeps the view (and so its memory) alive
         array = np.frombuffer(view, dtype)
         return array if len(shape) == 1 else array.reshape(shape)
+
+
+class Callee:
+    """What a plan needs to know of the function it calls: its name, calling convention,
+    reflection (`declaration`) and whether it is coarse-fenced."""
+
+    __slots__ = ("name", "cconv", "declaration", "fenced")
+
+    def __init__(self, name: str, cconv, declaration, fenced: bool):
+        self.name, self.cconv, self.declaration, self.fenced = name, cconv, declaration, fenced
 
 
 _memory_types: dict[int, type] = {}  # ctypes array types by size (dynamic results)

@@ -70,10 +70,9 @@ class DeviceArray(numpy.lib.mixins.NDArrayOperatorsMixin):
         if self._host_array is None:
             raw = self._raw_dtype()
             view = self._buffer_view._view
-            if view.element_count == 0:
+            host = view.mapped_numpy(self._buffer_view.__jitvm_ref__, raw)
+            if host is None:  # no elements
                 host = np.empty(view.shape, raw)
-            else:
-                host = view.mapped_numpy(self._buffer_view.__jitvm_ref__, raw)
             if self._override_dtype is not None and np.dtype(self._override_dtype) != raw:
                 host = host.astype(self._override_dtype)
             self._host_array = host

@@ -88,14 +88,17 @@ class HalBufferView(StructView):
         """The contents as an array over the buffer's own memory (no copy), kept alive by
         `owner` (a reference to this view), as iree.runtime maps host-visible buffers; None
         for an empty view or one without a numpy dtype."""
-        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        v = self.struct
+        dtype = t.NUMPY_OF_ELEMENT.get(v.element_type) if dtype is None else np.dtype(dtype)
         if dtype is None:
             return None
-        address, n = self.buffer.map_range(0, self.byte_length, t.ACCESS_READ)
-        if n != self.byte_length or not n:
+        shape = self.shape
+        length = t.dense_byte_count(v.element_type, math.prod(shape))
+        address, n = HalBuffer(v.buffer).map_range(0, length, t.ACCESS_READ)
+        if n != length or not n:
             return None
         raw = np.asarray(_OwnedMemory(address, n, owner, writable))
-        return raw.view(dtype).reshape(self.shape)
+        return raw.view(dtype).reshape(shape)
 
     def format(self, max_elements: int = 1024) -> str:
         """IREE's `iree_hal_buffer_view_format`: shape x type = nested [..] elements."""
