@@ -6,7 +6,8 @@ user of a small model makes: an add of two 4xf32, a 4x8 @ 8x16 + relu, softmax 1
 matmul 128, each compiled for VMVX and timed under iree.runtime (local-sync) and under
 jitvm (JIT, one thread) in one process, batches alternating (bench.alternate), medians
 over the rounds, warm-up excluded. With --llvm-cpu, IREE's native build of the same MLIR
-runs beside them (local-sync).
+runs beside them (local-sync). The jitvm.runtime column is the iree.runtime drop-in (its
+FunctionInvoker and DeviceArray, local-sync), each result taken to numpy as IREE's is.
 
     python -m bench.host_overhead                         # 1,000 calls a way per model
     python -m bench.host_overhead --models add4 --rounds 400 --batch 5
@@ -59,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     import iree.runtime as ireert
 
     import jitvm
+    import jitvm.runtime as jitvm_runtime
 
     p = argparse.ArgumentParser(prog="python -m bench.host_overhead", description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="*", default=None, help="model names (default: all)")
@@ -71,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.models:
         chosen = {n: s for n, s in chosen.items() if n in args.models}
     print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} x {args.batch} calls a way, medians")
-    cols = ["iree.runtime vmvx", "jitvm"] + (["iree.runtime llvm-cpu"] if args.llvm_cpu else [])
+    cols = ["iree.runtime vmvx", "jitvm", "jitvm.runtime"] + (["iree.runtime llvm-cpu"] if args.llvm_cpu else [])
     print("| call | " + " | ".join(f"{c} us" for c in cols) + " | jitvm / iree vmvx |")
     print("|---" * (len(cols) + 2) + "|")
     profiles = []
@@ -79,16 +81,19 @@ def main(argv: list[str] | None = None) -> int:
         vmfb = str(compile_model(spec, "vmvx", log=lambda *a: None))
         inputs = spec.make_inputs()
         fns = {"iree.runtime vmvx": getattr(ireert.load_vm_flatbuffer_file(vmfb, driver="local-sync"), spec.function),
-               "jitvm": jitvm.load(vmfb, threads=1).function(spec.function)}
+               "jitvm": jitvm.load(vmfb, threads=1).function(spec.function),
+               "jitvm.runtime": getattr(jitvm_runtime.load_vm_flatbuffer_file(vmfb, driver="local-sync"),
+                                        spec.function)}
         if args.llvm_cpu:
             native = str(compile_model(spec, "llvm-cpu", log=lambda *a: None))
             fns["iree.runtime llvm-cpu"] = getattr(ireert.load_vm_flatbuffer_file(native, driver="local-sync"),
                                                    spec.function)
         reference = np.asarray(fns["iree.runtime vmvx"](*inputs))
-        got = np.asarray(fns["jitvm"](*inputs))
-        if not np.array_equal(reference.view(np.uint8), got.view(np.uint8)):
-            print(f"{spec.name}: jitvm's result differs from IREE's", file=sys.stderr)
-            return 1
+        for way in ("jitvm", "jitvm.runtime"):
+            got = np.asarray(fns[way](*inputs))
+            if not np.array_equal(reference.view(np.uint8), got.view(np.uint8)):
+                print(f"{spec.name}: {way}'s result differs from IREE's", file=sys.stderr)
+                return 1
         calls = {way: (lambda fn: lambda *a: np.asarray(fn(*a)))(fn) for way, fn in fns.items()}
         medians = alternating_medians(calls, inputs, args.rounds, args.batch, warm_up=20)
         row = " | ".join(f"{medians[c] * 1e6:.1f}" for c in cols)

@@ -89,8 +89,9 @@ class CallPlan:
     """The native call of one reflected function (None from `build` when its signature has
     what the native path does not take: ref arguments, dtypes numpy lacks).
 
-    Results are numpy arrays (jitvm.api), or with `raw_results` the VM values themselves,
-    buffer views as owned Refs (the iree.runtime drop-in makes DeviceArrays of them)."""
+    Results are numpy arrays (jitvm.api), or with `raw_results` a list of (VM value, array)
+    pairs: buffer views as owned Refs, each with the numpy array over its memory when it was
+    handed over, else None (the iree.runtime drop-in makes DeviceArrays of them)."""
 
     def __init__(self, call: "Callee", invoke, entry: tuple[int, int], allocator: int, raw_results: bool):
         decl = call.declaration
@@ -176,8 +177,8 @@ class CallPlan:
             raise traps.take_exception(TrapT.from_address(ctypes.addressof(io) + 8 * self._slots), describe_frame)
         n, m = self.input_count, self.output_count
         if self.raw_results:
-            out = [abi.from_slot(code, io[n + j], owned=True) for j, (code, _, _, _) in enumerate(self._results)]
-            return out[0] if m == 1 else tuple(out) if out else None
+            return [self._raw_result(code, dtype, shape, memory, io[n + j], io[n + m + j])
+                    for j, (code, dtype, shape, memory) in enumerate(self._results)]
         out = [self._result(code, dtype, shape, memory, io[n + j], io[n + m + j])
                for j, (code, dtype, shape, memory) in enumerate(self._results)]
         if not out:
@@ -185,10 +186,21 @@ class CallPlan:
         return out[0] if m == 1 else tuple(out)
 
     @staticmethod
+    def _raw_result(code, dtype, shape, memory, slot, data):
+        """(the VM value, an array over its memory when handed over, else None)."""
+        if not data:
+            return abi.from_slot(code, slot, owned=True), None
+        owner = HalBufferView(slot, retain_it=False)
+        return owner, CallPlan._array(dtype, shape, memory, owner, data)
+
+    @staticmethod
     def _result(code, dtype, shape, memory, slot, data):
         if not data:
             return marshal.result_value(abi.from_slot(code, slot, owned=True))
-        owner = HalBufferView(slot, retain_it=False)
+        return CallPlan._array(dtype, shape, memory, HalBufferView(slot, retain_it=False), data)
+
+    @staticmethod
+    def _array(dtype, shape, memory, owner, data):
         if shape is None:
             shape = owner.shape
             memory = _memory_type(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)

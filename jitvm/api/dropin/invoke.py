@@ -46,11 +46,12 @@ def _push(out: VmVariantList, device: HalDevice, value) -> None:
         raise ArgumentError(f"could not convert python value to VM: {value!r}")
 
 
-def _result(device: HalDevice, value):
+def _result(device: HalDevice, value, host: np.ndarray | None = None):
+    """A result as iree.runtime gives it; `host`: the array over a view's memory, if made."""
     if value is None or isinstance(value, (int, float)):
         return value
     if value.type_name == "hal.buffer_view":
-        return DeviceArray(device, HalBufferView._wrap(value), implicit_host_transfer=True)
+        return DeviceArray(device, HalBufferView._wrap(value), implicit_host_transfer=True, host_array=host)
     return wrap(value)
 
 
@@ -92,9 +93,10 @@ class FunctionInvoker:
         if plan and len(args) == plan.input_count:
             out = plan(args)
             if out is not DECLINED:
-                if isinstance(out, tuple):
-                    return tuple(_result(self._device, v) for v in out)
-                return None if out is None else _result(self._device, out)
+                results = [_result(self._device, value, host) for value, host in out]
+                if len(results) == 1:
+                    return results[0]
+                return None if not results else tuple(results)
         arg_list = VmVariantList(len(args))
         for value in args:
             _push(arg_list, self._device, value)
