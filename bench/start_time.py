@@ -35,8 +35,6 @@ t0 = time.perf_counter()
 import numpy as np
 t_np = time.perf_counter()
 import jitvm
-from jitvm.lower.backend import STATS
-from jitvm.runtime.native import engine
 t1 = time.perf_counter()
 job = json.loads(sys.argv[1])
 m = jitvm.load(job["vmfb"], compiled=job.get("compiled"))
@@ -45,6 +43,8 @@ inputs = list(np.load(job["inputs"]).values())
 out = m.function(job["function"])(*inputs)
 out = [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
 t3 = time.perf_counter()
+from jitvm.lower.backend import STATS
+from jitvm.runtime.native import engine
 print(json.dumps({"import_s": t1 - t_np, "load_s": t2 - t1, "first_call_s": t3 - t2, "first_result_s": t3 - t_np,
                   "compiled_modules": STATS["compiled_modules"], "runtime_compiled": engine.STATS["runtime_compiled"]}))
 """
