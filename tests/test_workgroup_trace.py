@@ -39,7 +39,15 @@ for threads in (1, 2):
     for function, inputs in calls:
         module[function](*np.load(inputs).values())
     rows = trace.take()
-    out[threads] = {"rows": [[int(v) for v in r] for r in rows], "dropped": trace.dropped}
+    dropped = trace.dropped
+    recorders = {int(r[0]) for r in rows}
+    for _ in range(50):  # a helper that wakes late finds every workgroup claimed: call again
+        if len(recorders) >= threads:
+            break
+        for function, inputs in calls:
+            module[function](*np.load(inputs).values())
+        recorders |= {int(r[0]) for r in trace.take()}
+    out[threads] = {"rows": [[int(v) for v in r] for r in rows], "dropped": dropped, "recorders": len(recorders)}
 print(json.dumps(out))
 """
 
@@ -88,7 +96,10 @@ def test_every_workgroup_is_recorded_once_on_any_thread_count(workgroups):
     for _, indices in one:
         assert indices == list(range(len(indices)))
     assert len({r[0] for r in traced["1"]["rows"]}) == 1  # one thread: one recorder
-    assert len({r[0] for r in traced["2"]["rows"]}) == 2  # forced onto two: both record
+    assert traced["1"]["recorders"] == 1
+    # Forced onto two, both record; on a busy machine only over several calls (a helper that
+    # wakes late finds the grid claimed), so the child repeats them until it sees both.
+    assert len({r[0] for r in traced["2"]["rows"]}) <= 2 and traced["2"]["recorders"] == 2
     assert traced["1"]["dropped"] == traced["2"]["dropped"] == 0
 
 

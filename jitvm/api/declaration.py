@@ -12,21 +12,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# MLIR element type -> numpy dtype of the host-side value
-ELEMENT_DTYPES = {
+from ..runtime.modules.hal.types import ExtendedOnMiss, ml_dtypes_by_name
+
+# MLIR element type -> numpy dtype of the host-side value (bf16 and f8: ml_dtypes', imported when met)
+ELEMENT_DTYPES = ExtendedOnMiss({
     "i1": np.bool_, "i8": np.int8, "si8": np.int8, "ui8": np.uint8, "i16": np.int16, "si16": np.int16,
     "ui16": np.uint16, "i32": np.int32, "si32": np.int32, "ui32": np.uint32, "i64": np.int64,
     "si64": np.int64, "ui64": np.uint64, "f16": np.float16, "f32": np.float32, "f64": np.float64,
     "index": np.int64, "complex<f32>": np.complex64, "complex<f64>": np.complex128,
-}
-try:  # bf16 and f8 arrays are ml_dtypes arrays, as in iree.runtime
-    import ml_dtypes
-
-    ELEMENT_DTYPES.update({"bf16": ml_dtypes.bfloat16, "f8E5M2": ml_dtypes.float8_e5m2,
-                           "f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz,
-                           "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz, "f8E8M0FNU": ml_dtypes.float8_e8m0fnu})
-except ImportError:  # pragma: no cover
-    pass
+}, lambda: ml_dtypes_by_name().items())
 
 # scalar MLIR type -> (kind, bits): kind "int" or "float"
 SCALAR_TYPES = {"i1": ("int", 1), "i8": ("int", 8), "i16": ("int", 16), "i32": ("int", 32), "i64": ("int", 64),

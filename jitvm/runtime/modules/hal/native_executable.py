@@ -34,6 +34,7 @@ from functools import lru_cache
 
 from ....errors import FormatError, UnsupportedError
 from ...exec.fpu import denormals_flushed
+from ...vm.objects import VmBuffer
 from . import elf as elf_loader
 from .errors import hal_error
 from .executable import EntryPoint, HalExecutable
@@ -83,10 +84,12 @@ class SerialLibraryRunner:
         state.constants = d.constants or None
         state.binding_ptrs = ctypes.addressof(d.binding_ptrs)
         state.binding_lengths = ctypes.addressof(d.binding_lengths)
-        local = ctypes.create_string_buffer(e.local_memory_size) if e.local_memory_size else None
+        # 64-byte aligned as IREE's workers' local memory is (the code may load it with aligned
+        # vector instructions; ctypes buffers are only 16-byte aligned)
+        local = VmBuffer.allocate(e.local_memory_size, 64) if e.local_memory_size else None
         wg = WorkgroupStateT()
         wg.processor_id = _sched_getcpu()()
-        wg.local_memory = ctypes.addressof(local) if local is not None else None
+        wg.local_memory = local.data_address if local is not None else None
         wg.local_memory_size = e.local_memory_size
         fn = d.library._fns[e.ordinal]
         env, ds, ws = d.library.environment_address, ctypes.addressof(state), ctypes.addressof(wg)

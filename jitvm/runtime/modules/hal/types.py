@@ -155,29 +155,69 @@ _NUMPY = [
     (element_type(NUMERICAL_FLOAT_COMPLEX, 128), np.complex128),
 ]
 
-try:  # bf16 and the f8 types have numpy dtypes from ml_dtypes (which iree.runtime uses too)
-    import ml_dtypes
-except ImportError:  # pragma: no cover - arrays of these types are then refused
-    ml_dtypes = None
-if ml_dtypes is not None:
-    _NUMPY += [
-        (element_type(NUMERICAL_FLOAT_BRAIN, 16), ml_dtypes.bfloat16),
-        (element_type(NUMERICAL_FLOAT_8_E5M2, 8), ml_dtypes.float8_e5m2),
-        (element_type(NUMERICAL_FLOAT_8_E4M3_FN, 8), ml_dtypes.float8_e4m3fn),
-        (element_type(NUMERICAL_FLOAT_8_E5M2_FNUZ, 8), ml_dtypes.float8_e5m2fnuz),
-        (element_type(NUMERICAL_FLOAT_8_E4M3_FNUZ, 8), ml_dtypes.float8_e4m3fnuz),
-        (element_type(NUMERICAL_FLOAT_8_E8M0_FNU, 8), ml_dtypes.float8_e8m0fnu),
-    ]
-NUMPY_OF_ELEMENT = {et: np.dtype(dt) for et, dt in _NUMPY}
+class ExtendedOnMiss(dict):
+    """A table whose remaining entries `extend()` supplies on the first lookup that misses:
+    the bf16 and f8 dtypes come from ml_dtypes (the package iree.runtime uses for them),
+    whose import costs 0.5-0.9 s, so a load that never meets those types never imports it."""
+
+    def __init__(self, entries, extend):
+        super().__init__(entries)
+        self._extend = extend
+
+    def _complete(self) -> bool:
+        if self._extend is None:
+            return False
+        extend, self._extend = self._extend, None
+        for k, v in extend():
+            self.setdefault(k, v)
+        return True
+
+    def __missing__(self, key):
+        if self._complete():
+            return self[key]
+        raise KeyError(key)
+
+    def get(self, key, default=None):
+        if not dict.__contains__(self, key):
+            self._complete()
+        return dict.get(self, key, default)
+
+    def __contains__(self, key) -> bool:
+        return dict.__contains__(self, key) or (self._complete() and dict.__contains__(self, key))
+
+
+def ml_dtypes_by_name() -> dict[str, object]:
+    """bf16 and the f8 types by their MLIR names, as ml_dtypes' numpy types ({} without it)."""
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - arrays of these types are then refused
+        return {}
+    return {"bf16": ml_dtypes.bfloat16, "f8E5M2": ml_dtypes.float8_e5m2, "f8E4M3FN": ml_dtypes.float8_e4m3fn,
+            "f8E5M2FNUZ": ml_dtypes.float8_e5m2fnuz, "f8E4M3FNUZ": ml_dtypes.float8_e4m3fnuz,
+            "f8E8M0FNU": ml_dtypes.float8_e8m0fnu}
+
+
+_ML_ELEMENTS = {"bf16": element_type(NUMERICAL_FLOAT_BRAIN, 16), "f8E5M2": element_type(NUMERICAL_FLOAT_8_E5M2, 8),
+                "f8E4M3FN": element_type(NUMERICAL_FLOAT_8_E4M3_FN, 8),
+                "f8E5M2FNUZ": element_type(NUMERICAL_FLOAT_8_E5M2_FNUZ, 8),
+                "f8E4M3FNUZ": element_type(NUMERICAL_FLOAT_8_E4M3_FNUZ, 8),
+                "f8E8M0FNU": element_type(NUMERICAL_FLOAT_8_E8M0_FNU, 8)}
+
+
+def _ml_numpy() -> list[tuple[int, object]]:
+    return [(_ML_ELEMENTS[name], dt) for name, dt in ml_dtypes_by_name().items()]
+
+
+NUMPY_OF_ELEMENT = ExtendedOnMiss({et: np.dtype(dt) for et, dt in _NUMPY},
+                                  lambda: [(et, np.dtype(dt)) for et, dt in _ml_numpy()])
 
 
 def is_float_dtype(dtype: np.dtype) -> bool:
     """numpy floats and the ml_dtypes ones (bfloat16, float8_*), which numpy sees as kind 'V'."""
     return dtype.kind == "f" or dtype.name == "bfloat16" or dtype.name.startswith("float8")
-ELEMENT_OF_NUMPY = {}
-for _et, _dt in _NUMPY:
-    if numerical_type(_et) != NUMERICAL_INTEGER:  # arrays carry their signedness
-        ELEMENT_OF_NUMPY.setdefault(np.dtype(_dt), _et)
+ELEMENT_OF_NUMPY = ExtendedOnMiss({np.dtype(dt): et for et, dt in reversed(_NUMPY)
+                                   if numerical_type(et) != NUMERICAL_INTEGER},  # arrays carry their signedness
+                                  lambda: [(np.dtype(dt), et) for et, dt in _ml_numpy()])
 
 # MLIR element type spellings (declarations, iree-run-module inputs) -> element type.
 MLIR_ELEMENT_TYPES = {

@@ -15,7 +15,7 @@ from ...native import layout
 from ...vm.interface import NativeModule, export
 from ...vm.objects import NativeObject, VmBuffer, VmList
 from ..hal import types as t
-from ..hal.buffer import HalBuffer
+from ..hal.buffer import ALLOCATION_ALIGNMENT, HalBuffer
 from ..hal.device import HalDevice
 from ..hal.errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error
 from ..hal.fence import HalFence
@@ -109,7 +109,8 @@ class IoParametersModule(NativeModule):
     @staticmethod
     def _load_one(dev: HalDevice, entry: ParameterEntry, parameter_offset: int, buffer_offset: int, length: int,
                   memory_types: int, usage: int):
-        if entry.is_file and buffer_offset == 0 and entry.handle.readable:
+        if entry.is_file and buffer_offset == 0 and entry.handle.readable and \
+                (entry.handle.address + entry.offset + parameter_offset) % ALLOCATION_ALIGNMENT == 0:
             return _import(dev, entry, parameter_offset, length, memory_types, usage)
         buffer = dev.allocator.allocate(memory_types, usage, buffer_offset + length)
         buffer.payload.write(buffer_offset, entry.read(parameter_offset, length))
@@ -155,7 +156,10 @@ class _Mapping(NativeObject):
 def _import(dev: HalDevice, entry: ParameterEntry, parameter_offset: int, length: int, memory_types: int,
             usage: int):
     """A device buffer aliasing the entry's bytes in the mapped file, imported by the device's
-    allocator (hal.allocator.import's rules: read-only files for constant usage)."""
+    allocator (hal.allocator.import's rules: read-only files for constant usage). Only where
+    they start 64-byte aligned, as every device buffer does: code compiled for llvm-cpu loads
+    bindings with aligned vector instructions (a .safetensors tensor may sit at any multiple
+    of 8; it is copied instead)."""
     writable = entry.handle.writable
     flags = layout.BUFFER_ORIGIN_HOST | (layout.BUFFER_MUTABLE if writable else 0)
     address = entry.handle.address + entry.offset + parameter_offset if length else 0

@@ -1,0 +1,118 @@
+"""How long a user waits: `import jitvm`, then load and first result, in fresh processes.
+
+Each measurement is a new Python process (nothing of the JIT survives in memory), timed from
+its first line: `import jitvm`, `jitvm.load`, the first call with its result on the host.
+Three ways per model: an empty code store (cold: everything compiles), the store a cold
+load left (warm), and a bundle `jitvm compile` wrote (`compiled=`, an empty store beside
+it: nothing may compile). Medians over --repeats processes; the load average is printed,
+since compilation time grows with it.
+
+    python -m bench.start_time                     # tiny, the bundled CNN, ResNet-50-style 64
+    python -m bench.start_time --models cnn --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from bench.build import compile_model
+from bench.host_overhead import models as small_models
+from bench.models import resnet50
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+t_np = time.perf_counter()
+import jitvm
+t1 = time.perf_counter()
+job = json.loads(sys.argv[1])
+m = jitvm.load(job["vmfb"], compiled=job.get("compiled"))
+t2 = time.perf_counter()
+inputs = list(np.load(job["inputs"]).values())
+out = m.function(job["function"])(*inputs)
+out = [np.asarray(o) for o in (out if isinstance(out, tuple) else (out,))]
+t3 = time.perf_counter()
+from jitvm.lower.backend import STATS
+from jitvm.runtime.native import engine
+print(json.dumps({"import_s": t1 - t_np, "load_s": t2 - t1, "first_call_s": t3 - t2, "first_result_s": t3 - t_np,
+                  "compiled_modules": STATS["compiled_modules"], "runtime_compiled": engine.STATS["runtime_compiled"]}))
+"""
+
+
+def _specs() -> dict[str, tuple[str, str, object]]:
+    """name -> (vmfb, function, inputs maker)."""
+    tiny = small_models()["mm_relu_4x8x16"]
+    resnet = resnet50(64)
+    cnn = Path(__file__).resolve().parents[1] / "jitvm" / "examples" / "cnn.vmfb"
+
+    return {
+        "tiny": (lambda: str(compile_model(tiny, "vmvx", log=lambda *a: None)), tiny.function, tiny.make_inputs),
+        "cnn": (lambda: str(cnn), "predict", lambda: [np.zeros((1, 28, 28, 1), np.float32)]),
+        "resnet64": (lambda: str(compile_model(resnet, "vmvx", log=lambda *a: None)), resnet.function,
+                     lambda: resnet.make_inputs(0)),
+    }
+
+
+def _run(job: dict, cache_dir: Path) -> dict:
+    env = {**os.environ, "JITVM_CACHE_DIR": str(cache_dir)}
+    r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(job)], env=env, capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"child failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def _median(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.start_time", description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", nargs="*", default=None, help="tiny, cnn, resnet64 (default: all)")
+    p.add_argument("--repeats", type=int, default=3, help="fresh processes per way")
+    args = p.parse_args(argv)
+    specs = _specs()
+    chosen = args.models or list(specs)
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min); medians of {args.repeats} fresh processes")
+    print("| model | way | import jitvm | load | first call | first result | modules compiled |")
+    print("|---|---|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory(prefix="jitvm-start-") as tmp:
+        work = Path(tmp)
+        for name in chosen:
+            vmfb_fn, function, inputs_fn = specs[name]
+            job = {"vmfb": vmfb_fn(), "function": function, "inputs": str(work / f"{name}.npz")}
+            np.savez(job["inputs"], *inputs_fn())
+            ways: dict[str, list[dict]] = {"cold": [], "warm": [], "bundle": []}
+            for k in range(args.repeats):
+                store = work / f"{name}-store-{k}"
+                ways["cold"].append(_run(job, store))
+                ways["warm"].append(_run(job, store))
+                shutil.rmtree(store, ignore_errors=True)
+            bundle = work / f"{name}.jvc"
+            build_store = work / f"{name}-bundle-store"
+            r = subprocess.run([sys.executable, "-m", "jitvm", "compile", job["vmfb"], "-o", str(bundle)],
+                               env={**os.environ, "JITVM_CACHE_DIR": str(build_store)}, capture_output=True, text=True)
+            if r.returncode:
+                raise SystemExit(f"jitvm compile failed: {r.stderr.strip()}")
+            for k in range(args.repeats):
+                ways["bundle"].append(_run({**job, "compiled": str(bundle)}, work / f"{name}-empty-{k}"))
+            for way, runs in ways.items():
+                compiled = max(r["compiled_modules"] + r["runtime_compiled"] for r in runs)
+                print(f"| {name} | {way} | {_median(runs, 'import_s') * 1e3:.0f} ms | {_median(runs, 'load_s') * 1e3:.0f} ms"
+                      f" | {_median(runs, 'first_call_s') * 1e3:.0f} ms | {_median(runs, 'first_result_s'):.2f} s"
+                      f" | {compiled} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""What a fresh process pays before its first result: nothing it does not need.
+
+Timing is not asserted (the machine is shared); what is imported is, since each of these
+costs a known amount: LLVM's bindings and the pipeline ~0.1 s, ml_dtypes 0.5-0.9 s."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+CNN = Path(__file__).resolve().parents[1] / "jitvm" / "examples" / "cnn.vmfb"
+
+
+def _imported_after(code: str, names: list[str]) -> list[bool]:
+    probe = f"import sys\n{code}\nprint(*[n in sys.modules for n in {names!r}])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    return [w == "True" for w in out.split()]
+
+
+def test_import_jitvm_loads_neither_llvm_nor_the_pipeline():
+    assert _imported_after("import jitvm", ["llvmlite", "jitvm.lower", "jitvm.verify", "numpy"]) == \
+        [False, False, False, False]
+
+
+def test_a_module_without_bf16_or_f8_never_imports_ml_dtypes():
+    code = f"import numpy as np, jitvm\nm = jitvm.load({str(CNN)!r}, backend='interp')\n" \
+           "m.predict(np.zeros((1, 28, 28, 1), np.float32))"
+    assert _imported_after(code, ["ml_dtypes"]) == [False]
+
+
+def test_bf16_and_f8_tables_fill_in_on_first_use():
+    """The tables answer for ml_dtypes' types once asked (the bf16 tests run them end to end)."""
+    code = ("from jitvm.runtime.modules.hal import types as t\nfrom jitvm.api.declaration import ELEMENT_DTYPES\n"
+            "import numpy as np\nassert 'bf16' in ELEMENT_DTYPES\n"
+            "assert t.NUMPY_OF_ELEMENT[t.MLIR_ELEMENT_TYPES['f8E4M3FN']].name == 'float8_e4m3fn'\n"
+            "import ml_dtypes\nassert t.ELEMENT_OF_NUMPY.get(np.dtype(ml_dtypes.bfloat16)) == t.MLIR_ELEMENT_TYPES['bf16']\n"
+            "assert t.ELEMENT_OF_NUMPY.get(np.dtype('float32')) == t.MLIR_ELEMENT_TYPES['f32']")
+    assert _imported_after(code, ["ml_dtypes"]) == [True]
