@@ -10,6 +10,7 @@ import pytest
 import jitvm
 from jitvm.runtime.modules.io_parameters import (IoParametersModule, ParameterProvider, archive_bytes,
                                                   open_index)
+from jitvm.runtime.modules.hal.allocator import HalAllocator
 from jitvm.runtime.modules.io_parameters.index import FileHandle, ParameterEntry
 from tests.dropin_support import build, run_both, write_gguf, write_safetensors
 from tests.test_dropin_differential import PARAMS
@@ -75,7 +76,7 @@ def test_loaded_parameters_alias_the_mapped_file(archives):
     """A load is an import: the device buffer's bytes are the mapping's, not a copy."""
     index = open_index(str(archives / "p.irpa"))
     entry = index.lookup("w")
-    ref = IoParametersModule._load_one(None, entry, 0, 0, entry.length, 0, 0)
+    ref = IoParametersModule._load_one(_Device(), entry, 0, 0, entry.length, 0, 0)
     buffer = ref.payload
     address, n = buffer.map_range(0, entry.length, 1)
     assert address == entry.handle.address + entry.offset and n == 64
@@ -101,12 +102,10 @@ def test_an_unaligned_parameter_is_copied_not_aliased(tmp_path):
 
 
 class _Device:
-    """What _load_one asks of a device when it copies: an allocator (the HAL's own)."""
+    """What _load_one asks of a device: an allocator (the HAL's own), which imports or copies."""
 
     def __init__(self):
-        from jitvm.runtime.modules.hal.allocator import HalAllocator
-
-        self.allocator = HalAllocator("local-sync")
+        self.allocator = HalAllocator.create()
 
 
 def test_the_irpa_writer_writes_what_iree_writes(archives, tmp_path):

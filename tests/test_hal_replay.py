@@ -105,14 +105,18 @@ def _read(ref) -> np.ndarray:
 
 
 def _program(exe, steps, capacity=3):
-    """A finalized command buffer: ("fill", slot, pattern, width) and ("dispatch", function,
-    in slot, out slot, factor, failing workgroup[, workgroups]) steps, a barrier after each."""
+    """A finalized command buffer: ("fill", slot, pattern, width), ("copy", from slot, to slot)
+    and ("dispatch", function, in slot, out slot, factor, failing workgroup[, workgroups])
+    steps, a barrier after each."""
     ref = command_buffer.HalCommandBuffer.new(0, 0, capacity)
     c = ref.payload
     for step in steps:
         if step[0] == "fill":
             _, slot, pattern, width = step
             c.record(cb.FillCommand(c.make_ref(None, slot, 0, t.WHOLE_BUFFER), pattern, width))
+        elif step[0] == "copy":
+            _, src, dst = step
+            c.record(cb.CopyCommand(c.make_ref(None, src, 0, 4 * COUNT), c.make_ref(None, dst, 0, 4 * COUNT)))
         else:
             _, function, src, dst, factor, fail, *count = step
             grid = (count[0] if count else COUNT, 1, 1)
@@ -157,7 +161,7 @@ def _both(executables, threads, steps, inputs, calls=3, upto=None):
 
 
 def _segments(program) -> list[DispatchSegment]:
-    return [p for p in program.payload._parts if isinstance(p, DispatchSegment)]
+    return [p for p in program.payload.program.parts if isinstance(p, DispatchSegment)]
 
 
 def _inputs(seed=0):
@@ -181,7 +185,7 @@ def test_a_replayed_program_matches_python_and_runs_natively(executables, thread
     second = first * -2 + x
     assert (out[1] == first).all() and (out[2] == second).all() and (out[0] == second * 5 + x).all()
     (segment,) = _segments(native)
-    assert len(segment.commands) == len(STEPS) and segment._sequence is not None
+    assert len(segment.commands) == len(STEPS) and segment.replicas[0].sequence is not None
     # Only the Python program's dispatches ran through Python.
     assert len(calls) == 3 * 3 and all(c.executable.payload is executables[threads][1].payload for c in calls)
 
@@ -204,7 +208,7 @@ def test_a_kernel_rearranging_its_bindings_gets_fresh_arguments(executables, thr
     # Reused, the alias dispatch would read its input from the out view it left in the list.
     assert out[2][0] == (_inputs(2)[0][0] * 3) * 2
     (segment,) = _segments(native)
-    assert segment._sequence is None  # dropped after the last run: the kernel changed its list
+    assert segment.replicas[0].sequence is None  # dropped after the last run: the kernel changed its list
 
 
 def test_a_different_table_is_resolved_again_and_bad_tables_fail_as_in_python(executables):
@@ -232,3 +236,16 @@ def test_a_different_table_is_resolved_again_and_bad_tables_fail_as_in_python(ex
                   [(short[0], 0, t.WHOLE_BUFFER), (None, 0, 0), (short[2], 0, t.WHOLE_BUFFER)],
                   [(short[0], 0, t.WHOLE_BUFFER), (short[1], 4 * COUNT, 4), (short[2], 0, t.WHOLE_BUFFER)]):
         assert run(native, table) == run(python, table)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_segments_between_other_commands_each_run_their_own_dispatches(executables, threads):
+    """A copy ends a segment: the program runs segment, copy, segment, each segment with the
+    dispatches it holds (natively from the second execution on)."""
+    steps = [("dispatch", SCALE, 0, 1, 3, -1), ("copy", 1, 2), ("dispatch", SCALE, 2, 0, 5, -1)]
+    native, (error, out) = _both(executables, threads, steps, _inputs(3), calls=3)
+    assert error is None
+    x = np.arange(COUNT)
+    first = _inputs(3)[0] * 3 + x
+    assert (out[1] == first).all() and (out[2] == first).all() and (out[0] == first * 5 + x).all()
+    assert len(_segments(native)) == 2 and all(s.replicas[0].sequence is not None for s in _segments(native))

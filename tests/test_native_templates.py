@@ -10,7 +10,8 @@ import llvmlite.binding as llvm
 import pytest
 
 from jitvm.runtime.exec import fpu, nativecode
-from jitvm.runtime.modules.hal import fastpath
+from jitvm.api import plan
+from jitvm.runtime.modules.hal import native as hal_native
 from jitvm.runtime.native import layout, template
 from jitvm.runtime.native import target as targets
 from jitvm.runtime.vm import nativelib
@@ -21,7 +22,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jitvm"
 VARIANTS = {
     "nativelib.saturating": (lambda: nativelib.ir_text(True), None),
     "nativelib.x86_64": (lambda: nativelib.ir_text(False), None),
-    "fastpath": (fastpath.ir_text, None),
+    "hal": (hal_native.ir_text, None),
+    "call_plan": (plan.ir_text, None),
     "fpu.none": (lambda: fpu.ir_text("riscv64"), None),
     **{f"fpu.{arch}": ((lambda a=arch: fpu.ir_text(a)), arch) for arch in fpu.FLUSH_BITS},
     **{f"executor.{pool or 'serial'}{'.traced' if traced else ''}":

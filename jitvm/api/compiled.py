@@ -19,10 +19,12 @@ import llvmlite.binding as llvm
 from ..errors import Error
 from ..lower.llvm.cache import sources_digest
 from ..runtime.exec import fpu, nativecode
+from ..runtime.modules.hal import native as hal_native
 from ..runtime.native import bundle, cache, engine
 from ..runtime.native import target as targets
 from ..runtime.vm import nativelib
 from ..version import __version__
+from . import plan
 
 
 def manifest_for(module) -> dict:
@@ -51,6 +53,8 @@ def _load_runtime_code() -> None:
     nativelib.load()
     fpu.register_symbols()
     nativecode.native()
+    hal_native.code()
+    plan.native_code()  # the call plan's, used from a reflected function's first call on
 
 
 def open_bundle(path, module) -> bundle.Bundle:

@@ -73,7 +73,7 @@ def array_to_view(hal, arr: np.ndarray, element_type: int) -> Ref:
     """A buffer view holding a copy of `arr` (any rank, 0-d included) in a new device buffer."""
     data = arr if arr.flags.c_contiguous else np.array(arr, order="C")  # ascontiguousarray makes 0-d 1-d
     buffer = hal.device.allocator.allocate(INPUT_MEMORY_TYPE, INPUT_USAGE, data.nbytes, zeroed=False)
-    buffer.payload.write(0, data.reshape(-1).view(np.uint8))
+    buffer.write(0, data.reshape(-1).view(np.uint8))
     return HalBufferView.new(buffer, data.shape, element_type, hal_types.ENCODING_DENSE_ROW_MAJOR)
 
 

@@ -10,9 +10,10 @@ caller passes its own wait and signal fences after the inputs.
 from __future__ import annotations
 
 from ..errors import ArgumentError, NotFoundError
-from ..runtime.modules.hal.fence import HalFence, Semaphore, wait_all
+from ..runtime.modules.hal.fence import HalFence, wait_all
 from . import marshal
 from .declaration import Declaration, parse_declaration
+from .plan import DECLINED, CallPlan
 
 
 class Module:
@@ -90,6 +91,8 @@ class Function:
         expected = len(self.cconv.args) - (2 if self.fenced else 0)
         if self.declaration is not None and len(self.declaration.inputs) != expected:
             self.declaration = None  # a declaration that does not describe the VM signature is ignored
+        self._plan: CallPlan | None = None  # the native call (jitvm.api.plan), built on the first call
+        self._planned = False
 
     @property
     def reflected(self) -> bool:
@@ -107,6 +110,14 @@ class Function:
         return f"{self.name} {self.cconv.text}"
 
     def __call__(self, *args):
+        if self.declaration is not None:
+            if not self._planned:
+                self._plan, self._planned = CallPlan.build(self), True
+            plan = self._plan
+            if plan is not None and len(args) == plan.input_count:
+                out = plan(args)
+                if out is not DECLINED:
+                    return out
         fences = None
         if self.fenced and len(args) == self.inputs + 2:
             args, fences = args[:-2], [marshal.fence_argument(f, f"{self.name} {what} fence")
@@ -120,9 +131,9 @@ class Function:
             return _unwrap([marshal.result_value(r) for r in self.vm_function.call(vm_args)])
         if fences is not None:  # the caller's fences: it waits on its signal fence itself
             return _unwrap([marshal.result_value(r) for r in self.vm_function.call(vm_args + fences)])
-        signal = HalFence.new([(Semaphore(0), 1)])
+        signal = HalFence.create()
         results = self.vm_function.call(vm_args + [None, signal])
-        wait_all([signal.payload], f"{self.name} (coarse-fences)")
+        wait_all([signal], f"{self.name} (coarse-fences)")
         return _unwrap([marshal.result_value(r) for r in results])
 
     def vm_arguments(self, args) -> list:

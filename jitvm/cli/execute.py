@@ -49,7 +49,7 @@ def _vm_arguments(fn, inputs: list[str]) -> list:
 
 def cmd_run(args) -> int:
     from ..api import load
-    from ..runtime.modules.hal.fence import HalFence, Semaphore, wait_all
+    from ..runtime.modules.hal.fence import HalFence, wait_all
     from .outputs import check_expected, emit
     from .paths import resolve_path
 
@@ -63,9 +63,9 @@ def cmd_run(args) -> int:
     vm_args = _vm_arguments(fn, args.input or [])
     print(f"EXEC @{name}")
     if fn.fenced:  # async-external: nothing to wait on, then wait for the signal as iree-run-module does
-        signal = HalFence.new([(Semaphore(0), 1)])
+        signal = HalFence.create()
         results = fn.vm_function.call(vm_args + [None, signal])
-        wait_all([signal.payload], f"{fn.name} (coarse-fences)")
+        wait_all([signal], f"{fn.name} (coarse-fences)")
     else:
         results = fn.vm_function.call(vm_args)
     if args.expected_output:

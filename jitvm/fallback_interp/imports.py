@@ -3,17 +3,22 @@
 An adapter takes the raw values the call site passes (refs as owned references) and
 returns raw results (refs owned by the caller): one value for a single result, a tuple
 for several, None for none. Imports that are interpreted functions of another bytecode
-instance are called directly with the caller's stack; anything else (native modules
-written in Python, JIT-compiled functions) through `Function.call` with Python values,
-variadic spans as lists of tuples.
+instance are called directly with the caller's stack; natively implemented functions (the
+HAL's) with the raw values in a slot array, through the same native entry compiled code
+calls; anything else (native modules written in Python, JIT-compiled functions) through
+`Function.call` with Python values, variadic spans as lists of tuples.
 """
 
 from __future__ import annotations
 
+import ctypes
+
 from ..errors import STATUS_CODES, Error, Trap
 from ..frontend.cconv import Span
+from ..runtime.native.layout import TrapT
 from ..runtime.vm import abi, nativelib, traps
-
+from ..runtime.vm.bytecode import describe_frame
+from ..runtime.vm.interface import NativeFunction
 
 
 def _release_refs(codes, args) -> None:
@@ -84,6 +89,55 @@ def through_python(site, fn, segments):
     return call
 
 
+_M32 = 0xFFFFFFFF
+
+
+def through_native(site, fn: NativeFunction, segments):
+    """The adapter of a natively implemented import: the call site's raw values go into a
+    slot array as they are (a span's count before its tuples), the native entry runs, and
+    the argument refs the call site handed over are released."""
+    address, ctx = fn.native_entry()
+    call = abi.NATIVE_FN(address)
+    arg_codes, result_codes = site.arg_codes, site.result_codes
+    positions, counts, slot = [], [], 0  # the slot of each raw argument; (slot, count) of each span
+    for spec, size in zip(site.cconv.args, segments or [None] * len(site.cconv.args)):
+        if isinstance(spec, Span):
+            counts.append((slot, size))
+            positions.extend(range(slot + 1, slot + 1 + size * len(spec.codes)))
+            slot += 1 + size * len(spec.codes)
+        else:
+            positions.append(slot)
+            slot += 1
+    nslots = slot
+    ref_args = [k for k, code in enumerate(arg_codes) if code == "r"]
+    SlotArray = ctypes.c_uint64 * max(1, nslots)  # noqa: N806
+    ResultArray = ctypes.c_uint64 * max(1, len(result_codes))  # noqa: N806
+    wide = [code in ("I", "F", "r") for code in result_codes]
+    release = nativelib.fn.jv_release
+
+    def call_native(stk, *args):
+        slots = SlotArray()
+        for at, count in counts:
+            slots[at] = count
+        for at, value in zip(positions, args):
+            slots[at] = value
+        results = ResultArray()
+        trap = TrapT()
+        try:
+            status = call(ctx, slots, results, ctypes.addressof(trap))
+        finally:
+            for k in ref_args:
+                if args[k]:
+                    release(args[k])
+        if status:
+            raise traps.take_exception(trap, describe_frame)
+        out = [results[k] if wide[k] else results[k] & _M32 for k in range(len(result_codes))]
+        if not out:
+            return None
+        return out[0] if len(out) == 1 else tuple(out)
+    return call_native
+
+
 def adapter(site, fn, segments, interpreted_target):
     """The adapter for `site` calling `fn` (None: unresolved).
 
@@ -96,5 +150,7 @@ def adapter(site, fn, segments, interpreted_target):
         direct = interpreted_target(fn)
         if direct is not None:
             return direct
+    if isinstance(fn, NativeFunction):
+        return through_native(site, fn, segments)
     return through_python(site, fn, segments)
 

@@ -25,12 +25,14 @@ def _implements(np_function):
 
 class DeviceArray(numpy.lib.mixins.NDArrayOperatorsMixin):
     def __init__(self, device: HalDevice, buffer_view: HalBufferView, implicit_host_transfer: bool = False,
-                 override_dtype=None):
+                 override_dtype=None, host_array: np.ndarray | None = None):
         self._device = device
         self._buffer_view = buffer_view
         self._implicit_host_transfer = implicit_host_transfer
         self._override_dtype = override_dtype
         self._host_array: np.ndarray | None = None
+        # the mapping of the view's memory, when its maker has it already (jitvm.api.plan's)
+        self._mapped = host_array if override_dtype is None else None
 
     @property
     def __jitvm_ref__(self):
@@ -68,13 +70,14 @@ class DeviceArray(numpy.lib.mixins.NDArrayOperatorsMixin):
             raise ArgumentError("DeviceArray cannot be implicitly transferred to the host: "
                                 "if necessary, do an explicit transfer via .to_host()")
         if self._host_array is None:
-            raw = self._raw_dtype()
-            view = self._buffer_view._view
-            if view.element_count == 0:
-                host = np.empty(view.shape, raw)
-            else:
+            host, self._mapped = self._mapped, None
+            if host is None:
+                raw = self._raw_dtype()
+                view = self._buffer_view._view
                 host = view.mapped_numpy(self._buffer_view.__jitvm_ref__, raw)
-            if self._override_dtype is not None and np.dtype(self._override_dtype) != raw:
+                if host is None:  # no elements
+                    host = np.empty(view.shape, raw)
+            if self._override_dtype is not None and np.dtype(self._override_dtype) != host.dtype:
                 host = host.astype(self._override_dtype)
             self._host_array = host
         return self._host_array

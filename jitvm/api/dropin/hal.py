@@ -17,7 +17,7 @@ from ...errors import ArgumentError, Error, STATUS_CODES, Trap
 from ...runtime.exec.dispatch import runner_for
 from ...runtime.modules.hal import types as t
 from ...runtime.modules.hal.buffer import HalBuffer as _Buffer
-from ...runtime.modules.hal.buffer import copy as _copy
+from ...runtime.modules.hal import native as _hal
 from ...runtime.modules.hal.buffer_view import HalBufferView as _View
 from ...runtime.modules.hal.device import HalDevice as _Device
 from ...runtime.modules.hal.fence import HalFence as _Fence
@@ -227,11 +227,10 @@ class HalFence(RefBacked):
         return HalFence._wrap(_Fence.new([tp for f in fences for tp in f._ref.payload.timepoints]))
 
     def insert(self, sem: HalSemaphore, value: int) -> None:
-        self._ref.payload.insert(sem._semaphore, value)
+        self._ref = self._ref.payload.joined([(sem._semaphore, value)])
 
     def extend(self, from_fence: "HalFence") -> None:
-        for sem, value in from_fence._ref.payload.timepoints:
-            self._ref.payload.insert(sem, value)
+        self._ref = self._ref.payload.joined(from_fence._ref.payload.timepoints)
 
     def signal(self) -> None:
         self._ref.payload.signal()
@@ -297,7 +296,7 @@ def _fence(value) -> _Fence | None:
         return None
     if isinstance(value, HalFence):
         return value._ref.payload
-    return _Fence([(s._semaphore, v) for s, v in value])
+    return _Fence.new([(s._semaphore, v) for s, v in value])
 
 
 @api_class("hal.device")
@@ -310,17 +309,18 @@ class HalDevice(RefBacked):
         return HalSemaphore(Semaphore(initial_value))
 
     def queue_copy(self, source_buffer, target_buffer, wait_semaphores, signal_semaphores) -> None:
-        src, dst = source_buffer._ref.payload, target_buffer._ref.payload
-        self._ref.payload.queue_op("queue_copy", _fence(wait_semaphores), _fence(signal_semaphores),
-                                   lambda: _copy(src, 0, dst, 0, src.byte_length))
+        src, dst = source_buffer._ref, target_buffer._ref
+        _hal.call_export("device.queue.copy", self._ref, -1, _fence(wait_semaphores), _fence(signal_semaphores),
+                         src, 0, dst, 0, src.payload.byte_length, 0)
 
     def queue_alloca(self, allocation_size: int, wait_semaphores, signal_semaphores) -> HalBuffer:
-        dev = self._ref.payload
-        return HalBuffer._wrap(dev.queue_alloca(_fence(wait_semaphores), _fence(signal_semaphores),
-                                                t.MEMORY_TYPE_DEVICE_LOCAL, t.USAGE_DEFAULT, int(allocation_size)))
+        return HalBuffer._wrap(_hal.call_export("device.queue.alloca", self._ref, -1, _fence(wait_semaphores),
+                                                _fence(signal_semaphores), 0, t.MEMORY_TYPE_DEVICE_LOCAL,
+                                                t.USAGE_DEFAULT, int(allocation_size), 0)[0])
 
     def queue_dealloca(self, buffer, wait_semaphores, signal_semaphores) -> None:
-        self._ref.payload.queue_barrier(_fence(wait_semaphores), _fence(signal_semaphores))
+        _hal.call_export("device.queue.barrier", self._ref, -1, _fence(wait_semaphores), _fence(signal_semaphores),
+                         0)
 
     def begin_profiling(self, mode=None) -> None:
         pass

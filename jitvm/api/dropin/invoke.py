@@ -4,6 +4,11 @@ Arguments convert by what they are (iree.runtime's dynamic mode): arrays and num
 become device-local buffer views (0-d included), ints i64 and floats f64 variants, lists
 and tuples variant lists, API objects their refs; the VM signature then takes them.
 Buffer-view results come back as DeviceArrays, values as ints and floats, other refs as VmRef.
+
+A function whose reflection declares tensor inputs only (no fences) is called through the
+native call plan (jitvm.api.plan) when its arguments are C-contiguous arrays of the declared
+shapes and dtypes: the arrays are checked and copied into device buffers of their own dtype
+(what the conversion above makes of them) by one native call; anything else is converted here.
 """
 
 from __future__ import annotations
@@ -12,8 +17,10 @@ import numpy as np
 
 from ...errors import ArgumentError
 from ...runtime.vm.objects import Ref
+from ..declaration import parse_declaration
+from ..plan import DECLINED, CallPlan, Callee
 from .arrays import DeviceArray
-from .hal import HalBufferView, HalDevice, as_array_argument
+from .hal import HalBufferView, HalDevice, _HalShim, as_array_argument
 from .refs import VmRef, wrap
 from .vm import VmContext, VmFunction, VmVariantList
 
@@ -39,23 +46,38 @@ def _push(out: VmVariantList, device: HalDevice, value) -> None:
         raise ArgumentError(f"could not convert python value to VM: {value!r}")
 
 
-def _result(device: HalDevice, value):
+def _result(device: HalDevice, value, host: np.ndarray | None = None):
+    """A result as iree.runtime gives it; `host`: the array over a view's memory, if made."""
     if value is None or isinstance(value, (int, float)):
         return value
     if value.type_name == "hal.buffer_view":
-        return DeviceArray(device, HalBufferView._wrap(value), implicit_host_transfer=True)
+        return DeviceArray(device, HalBufferView._wrap(value), implicit_host_transfer=True, host_array=host)
     return wrap(value)
 
 
 class FunctionInvoker:
     """A VmFunction bound to a context and the device its array arguments are made on."""
 
-    __slots__ = ("_vm_context", "_device", "_vm_function")
+    __slots__ = ("_vm_context", "_device", "_vm_function", "_plan")
 
     def __init__(self, vm_context: VmContext, device: HalDevice, vm_function: VmFunction):
         self._vm_context = vm_context
         self._device = device
         self._vm_function = vm_function
+        self._plan = None  # the native call (jitvm.api.plan), built on the first call; False: none
+
+    def _native_plan(self):
+        reflection = self._vm_function.reflection
+        decl = parse_declaration(reflection.get("iree.abi.declaration"))
+        if decl is None or reflection.get("iree.abi.model") == "coarse-fences" or \
+                any(not d.is_tensor for d in decl.inputs):
+            return False
+        fn = self._vm_context._instance_of(self._vm_function)
+        if not hasattr(fn, "native_entry") or not hasattr(fn, "instance") or len(decl.inputs) != len(fn.cconv.args):
+            return False
+        plan = CallPlan.for_function(Callee(fn.name, fn.cconv, decl, False), fn, _HalShim(self._device),
+                                     raw_results=True)
+        return plan if plan is not None else False
 
     @property
     def vm_function(self) -> VmFunction:
@@ -65,6 +87,16 @@ class FunctionInvoker:
         if kwargs:
             raise ArgumentError(f"{self._vm_function.name}: keyword arguments need function reflection "
                                 f"this function does not carry")
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = self._native_plan()
+        if plan and len(args) == plan.input_count:
+            out = plan(args)
+            if out is not DECLINED:
+                results = [_result(self._device, value, host) for value, host in out]
+                if len(results) == 1:
+                    return results[0]
+                return None if not results else tuple(results)
         arg_list = VmVariantList(len(args))
         for value in args:
             _push(arg_list, self._device, value)

@@ -36,6 +36,8 @@ REPROBE_MAX = 1024  # ... an interval doubling up to this while the choice holds
 _POOL_THREAD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint32)
 _POOL_SHUTDOWN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _RUN_STEPS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
+_HOLD = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
+_RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _CHOOSE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
 
 
@@ -72,8 +74,12 @@ class NativeCode:
         self.pooled = arch in SYS_FUTEX
         traced = trace.requested()
         self.code = engine.jit_module(ir_text(arch if self.pooled else None, traced),
-                                      export=("jv_parallel_for",))  # called by split loops
+                                      export=("jv_parallel_for",  # called by split loops
+                                              "jv_run_sequence"))  # and by the HAL's native execution
         self.run_steps = self.code.function("jv_run_steps", _RUN_STEPS)
+        self.run_sequence = self.code.function("jv_run_sequence", _RUN_STEPS)
+        self.try_hold = self.code.function("jv_pool_try_hold", _HOLD)
+        self.release = self.code.function("jv_pool_release", _RELEASE)
         self.choose_threads = self.code.function("jv_choose_threads", _CHOOSE)
         self.trace = trace.WorkgroupTrace(self.code, trace.capacity()) if traced else None
         if self.pooled:

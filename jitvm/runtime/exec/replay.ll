@@ -476,3 +476,55 @@ split_seen:
 finish:
   ret i32 0
 }
+
+; --- holding the pool, running a sequence on a runner ---------------------------------------
+
+; Takes %pool for the calling thread (1) or finds it held (0): never waits.
+define i32 @jv_pool_try_hold(ptr %pool) {
+entry:
+  %p = getelementptr inbounds i8, ptr %pool, i64 ${Pool.holder}
+  %r = cmpxchg ptr %p, i32 0, i32 1 acquire monotonic
+  %got = extractvalue { i32, i1 } %r, 1
+  %g = zext i1 %got to i32
+  ret i32 %g
+}
+
+define void @jv_pool_release(ptr %pool) {
+entry:
+  %p = getelementptr inbounds i8, ptr %pool, i64 ${Pool.holder}
+  store atomic i32 0, ptr %p release, align 4
+  ret void
+}
+
+; Runs sequence %seq of runner %runner with the table slots' bases %bases: with the runner's
+; pool held, or on the calling thread alone when another holds it. Nonzero: a step failed
+; (runtime.exec.runner turns the per-share records into the exception).
+define i32 @jv_run_sequence(ptr %runner, ptr %seq, ptr %bases) {
+entry:
+${fields Runner %runner r}
+${fields Sequence %seq q}
+  %pool = load ptr, ptr %r.pool
+  %has_pool = icmp ne ptr %pool, null
+  br i1 %has_pool, label %try, label %run
+try:
+  %got = call i32 @jv_pool_try_hold(ptr %pool)
+  %held_it = icmp ne i32 %got, 0
+  %held_pool = select i1 %held_it, ptr %pool, ptr null
+  br label %run
+run:
+  %held = phi ptr [ null, %entry ], [ %held_pool, %try ]
+  %force = load i32, ptr %r.force
+  store i32 %force, ptr %q.force
+  %warm = load i32, ptr %r.warm
+  store i32 %warm, ptr %q.warm
+  %status = call i32 @jv_run_steps(ptr %seq, ptr %bases, ptr %held)
+  %release = icmp ne ptr %held, null
+  br i1 %release, label %give_back, label %done
+give_back:
+  call void @jv_pool_release(ptr %held)
+  br label %done
+done:
+  %last = load i32, ptr %q.last_threads
+  store i32 %last, ptr %r.last_threads
+  ret i32 %status
+}

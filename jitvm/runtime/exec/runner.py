@@ -19,7 +19,7 @@ import ctypes
 import os
 
 from ...frontend import isa
-from ..native.layout import CostT
+from ..native.layout import CostT, RunnerT
 from ..vm import traps
 from ..vm.bytecode import describe_frame
 from . import fpu, replay, workers
@@ -44,20 +44,26 @@ class NativeDispatchRunner:
 
     def __init__(self, threads: int | None = None):
         self.threads = threads or default_threads()
-        self.force_threads = 0  # nonzero: every grid runs on this many threads (tests)
-        self.warm_pool = True  # sequences of several steps wake parked pool threads first
+        self.state = RunnerT(warm=1)  # what native code reads: the pool and the knobs below
+        self.address = ctypes.addressof(self.state)
         self.flush = fpu.flush_bits()
         self._pool = None  # started on the first dispatch that uses it
         self._serial = SerialDispatchRunner()
         self._costs: dict[int, CostT] = {}  # entry fn -> its measured cost
         self._spare: list[replay.Sequence] = []
-        self.last_threads = 0  # how many threads the last dispatch ran on
         self._targets: dict[int, tuple] = {}  # id(entry) -> (entry, (fn, ctx) or None)
         self._no_helpers = (None, None)
+
+    force_threads = property(lambda self: self.state.force, lambda self, n: setattr(self.state, "force", n or 0),
+                             doc="nonzero: every grid runs on this many threads (tests)")
+    warm_pool = property(lambda self: bool(self.state.warm), lambda self, on: setattr(self.state, "warm", int(on)),
+                         doc="sequences of several steps wake parked pool threads first")
+    last_threads = property(lambda self: self.state.last_threads, doc="how many threads the last dispatch ran on")
 
     def pool(self) -> workers.NativePool | None:
         if self._pool is None and self.threads > 1 and native().pooled:
             self._pool = workers.NativePool(self.threads - 1)
+            self.state.pool = ctypes.addressof(self._pool.state)
         return self._pool
 
     def split_loops_from(self, iterations: int) -> None:
@@ -69,6 +75,7 @@ class NativeDispatchRunner:
 
     def close(self) -> None:
         if self._pool is not None:
+            self.state.pool = None
             self._pool.close()
             self._pool = None
 
@@ -135,21 +142,14 @@ class NativeDispatchRunner:
         return seq
 
     def run_sequence(self, seq: replay.Sequence, bases) -> None:
-        """Runs `seq`'s steps with the pool held (or on this thread alone when it is busy)."""
-        pool = self.pool()
-        held = pool.hold() if pool is not None else 0
-        seq.struct.force, seq.struct.warm = self.force_threads, self.warm_pool
-        try:
-            status = native().run_steps(seq.address, bases, held)
-        finally:
-            if held:
-                pool.give_back()
-        self.last_threads = seq.struct.last_threads
-        if status:
-            raise _failure(seq)
+        """Runs `seq`'s steps with the pool held (or on this thread alone when it is busy):
+        jv_run_sequence, which the HAL's native execution calls too."""
+        self.pool()
+        if native().run_sequence(self.address, seq.address, bases):
+            raise failure(seq)
 
 
-def _failure(seq: replay.Sequence) -> BaseException:
+def failure(seq: replay.Sequence) -> BaseException:
     """The failing step's exception: the share holding the lowest failing workgroup, the one
     a serial loop reports (the other shares' parked exceptions are dropped)."""
     n = max(1, seq.struct.last_threads)

@@ -37,14 +37,15 @@ class NativePool:
     """`helpers` native threads plus the calling thread; native sequences (runtime.exec.replay) post
     dispatches to them.
 
-    One holder at a time (a lock); the threads end when the pool is closed or collected."""
+    One holder at a time (the state's `holder` word, which native code takes too: the HAL's
+    native execution runs sequences without Python); the threads end when the pool is closed
+    or collected."""
 
     def __init__(self, helpers: int):
         self.helpers = helpers
         self.shares = helpers + 1
         self._native = native()
         self.state = PoolT(spin_ns=SPIN_NS, split_min_work=SPLIT_MIN_WORK)
-        self._lock = threading.Lock()
         self._threads = []
         self._locals: dict[int, tuple] = {}  # by size: local memory of the helper threads
         address = ctypes.addressof(self.state)
@@ -60,7 +61,8 @@ class NativePool:
         to split loops, or 0 when the pool is busy (lent to a split loop up the stack, or in
         use by another thread): the sequence then runs on the calling thread alone.
         `give_back` when it ends."""
-        return ctypes.addressof(self.state) if self._lock.acquire(blocking=False) else 0
+        address = ctypes.addressof(self.state)
+        return address if self._native.try_hold(address) else 0
 
     def helper_locals(self, size: int) -> tuple[ctypes.Array, ctypes.Array]:
         """Workgroup-local memory of `size` bytes for each helper thread: (vm.buffer objects,
@@ -77,13 +79,13 @@ class NativePool:
     def lend(self, flush: int) -> int:
         """The pool's address for split loops of a dispatch running on the calling thread
         alone, or 0 if another thread is using the pool; `give_back` when the dispatch ends."""
-        if not self._lock.acquire(blocking=False):
+        if not self._native.try_hold(ctypes.addressof(self.state)):
             return 0
         self.state.threads, self.state.flush = self.shares, flush
         return ctypes.addressof(self.state)
 
     def give_back(self) -> None:
-        self._lock.release()
+        self._native.release(ctypes.addressof(self.state))
 
     def close(self) -> None:
         self._finalizer()

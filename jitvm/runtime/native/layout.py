@@ -61,13 +61,25 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("function", "i32"),
         ("pc", "i32"),
     ],
+    # A failure kept for later (a failed HAL semaphore's) and the first fields of every trap
+    # record: what Python formats into a message (runtime.vm.traps).
+    "Failure": [
+        ("status", "i32"),  # IREE status code
+        ("kind", "i32"),  # a TrapKind from runtime.vm.traps, formats `args`, `message` and `inner`
+        ("args", ("array", "i64", 4)),
+        ("message", "ptr"),  # NUL-terminated text owned by the failure (malloc), or null
+        ("inner", "ptr"),  # the owned Failure this one's message wraps, or null
+    ],
     "Trap": [
         ("status", "i32"),  # IREE status code; 0 while nothing failed
         ("kind", "i32"),  # a TrapKind from runtime.vm.traps, formats `args` into a message
         ("args", ("array", "i64", 4)),
-        ("message", "ptr"),  # optional NUL-terminated text (static, or owned by Python)
+        ("message", "ptr"),  # optional NUL-terminated text (static, owned by Python, or `message_owned`)
+        ("inner", "ptr"),  # an owned Failure the kind's message wraps (a waited-on fence's), or null
+        ("message_owned", "u32"),  # 1: `message` was malloc'd for this record, freed when it is taken
         ("frame_count", "i32"),
         ("depth", "i32"),  # current VM call depth of the invocation using this record
+        ("reserved", "u32"),
         ("pool", "ptr"),  # an idle dispatch thread pool the invocation may split loops over, or null
         ("frames", ("array", "Frame", 32)),
     ],
@@ -78,27 +90,95 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("resolved", "u32"),
         ("reserved", "u32"),
     ],
-    # What the HAL's native fast paths (runtime.modules.hal.fastpath) read of Python-backed
-    # objects, right after their header: written when the object is created, never after
-    # (the Python fields they mirror are fixed at construction).
-    "HalBufferViewFacts": [
+    # The HAL's objects (runtime.modules.hal): created and destroyed by native code (objects.ll);
+    # the Python classes are views of these structs. Bit sets are IREE's uint32s.
+    "HalAllocator": [
         ("header", "Object"),
-        ("buffer", "ptr"),  # the view's hal.buffer (the view holds a reference)
-        ("element_type", "u32"),
-        ("encoding_type", "u32"),
-        ("rank", "u32"),  # FACTS_NO_RANK: more dims than `dims` holds (fast paths defer to Python)
-        ("reserved", "u32"),
-        ("dims", ("array", "i64", 8)),
+        ("bytes_allocated", "u64"),  # a statistic (atomic)
     ],
-    "HalBufferFacts": [
+    "HalBuffer": [
         ("header", "Object"),
+        ("memory", "ptr"),  # the vm.buffer holding the allocation's bytes (retained)
+        ("data", "ptr"),  # this buffer's first byte: memory's data + byte_offset
+        ("byte_offset", "u64"),  # of this buffer inside the allocation
         ("byte_length", "u64"),
         ("memory_type", "u32"),
+        ("allowed_access", "u32"),
         ("allowed_usage", "u32"),
+        ("preserve_count", "u32"),  # an allocation's hal.buffer.allocation.preserve count
+        ("parent", "ptr"),  # the allocation a subspan views (retained), null for an allocation
     ],
-    "HalDeviceFacts": [
+    "HalBufferView": [
+        ("header", "Object"),
+        ("buffer", "ptr"),  # the view's hal.buffer (retained)
+        ("element_type", "u32"),
+        ("encoding_type", "u32"),
+        ("rank", "u64"),
+        ("dims", ("array", "i64", 0)),  # `rank` of them, stored after the struct
+    ],
+    # A timeline semaphore: a value that only grows, or a failure once failed.
+    "HalSemaphore": [
+        ("header", "Object"),
+        ("value", "u64"),
+        ("failed", "u32"),  # 1 once failed (the failure's status may be 0: fence.fail with status 0)
+        ("reserved", "u32"),
+        ("failure", "Failure"),
+    ],
+    "Timepoint": [
+        ("semaphore", "ptr"),  # retained by the fence
+        ("value", "u64"),
+    ],
+    "HalFence": [
+        ("header", "Object"),
+        ("count", "u64"),
+        ("timepoints", ("array", "Timepoint", 0)),  # `count` of them (one per semaphore), after the struct
+    ],
+    # The native part of the device (a Python object: loader, runner, format policy).
+    "HalDevice": [
         ("header", "Object"),
         ("allocator", "ptr"),  # the device's hal.allocator (held by the device)
+    ],
+    # A finalized command buffer as native code executes it (hal.command_buffer records in
+    # Python, then builds this): its commands in order, barriers left out.
+    "HalCommandBuffer": [
+        ("header", "Object"),
+        ("program", "ptr"),  # CommandProgram, null until finalized
+    ],
+    "CommandProgram": [
+        ("commands", "ptr"),  # Command[count]
+        ("count", "u64"),
+        ("binding_capacity", "u64"),
+        ("submissions", "u64"),  # atomic
+    ],
+    # A buffer operand: `buffer` (a HalBuffer the recording keeps), or binding table slot `slot`.
+    "CommandRef": [("buffer", "ptr"), ("slot", "u64"), ("offset", "u64"), ("length", "u64")],
+    "Command": [
+        ("kind", "u32"),  # hal.program: COMMAND_FILL, _UPDATE, _COPY, _SEGMENT, _PYTHON
+        ("width", "u32"),  # a fill's pattern length
+        ("pattern", "u64"),
+        ("target", "CommandRef"),
+        ("source", "CommandRef"),  # a copy's
+        ("data", "ptr"), ("data_length", "u64"),  # an update's bytes, captured when recorded
+        ("segment", "ptr"),  # Segment of replayed dispatches
+        ("index", "u64"),  # the command (or segment) index Python knows it by
+    ],
+    # Consecutive recorded dispatches replayed by one native sequence (hal.prepared): the
+    # table slots their bindings use, and replicas, each a prepared sequence one execution
+    # at a time holds (executions on several threads at once take different ones).
+    "Segment": [
+        ("slots", "ptr"),  # u64 table slot per slot index
+        ("slot_count", "u64"),
+        ("replicas", "ptr"),  # Replica[replica_count]
+        ("replica_count", "u64"),
+        ("index", "u64"),  # the segment's index in its command buffer
+        ("runner", "ptr"),  # the Runner its sequences run on
+    ],
+    "Replica": [
+        ("busy", "u32"),  # taken with a compare-and-swap by an execution
+        ("valid", "u32"),  # the sequence and signature are prepared
+        ("sequence", "ptr"),  # Sequence
+        ("signature", "ptr"),  # per slot index: byte length, base offset, length, access (u64 each)
+        ("bases", "ptr"),  # per slot index: the address of the slot's first byte in this execution
     ],
     # Per-context state of one bytecode module instance.
     "ModuleState": [
@@ -113,7 +193,33 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("functions", "ptr"),  # native entry point per internal function (null: not compiled)
         ("function_count", "u64"),
     ],
-    # The executor's (runtime.exec). Fields named _* are padding: templates get no pointer to them.
+    # A numpy array as CPython and numpy lay it out (numpy's public PyArrayObject_fields): the
+    # native call plan (jitvm.api.plan) reads arguments' arrays through it, after checking the
+    # offsets against a live array once per process.
+    "NumpyArray": [
+        ("refcount", "i64"), ("type", "ptr"),  # PyObject_HEAD
+        ("data", "ptr"), ("nd", "i32"), ("_pad", "i32"), ("dimensions", "ptr"), ("strides", "ptr"),
+        ("base", "ptr"), ("descr", "ptr"), ("flags", "i32"),
+    ],
+    # How one reflected function is called natively from numpy (jitvm.api.plan): the VM entry,
+    # where input buffers are allocated, and per input and output what to check and make.
+    "CallPlan": [
+        ("fn", "ptr"), ("ctx", "ptr"),  # the function's native entry (runtime.vm.abi)
+        ("allocator", "ptr"),  # the HAL's allocator, for the input buffers
+        ("ndarray", "ptr"),  # numpy.ndarray's type object: only exact arrays take the native path
+        ("inputs", "ptr"), ("input_count", "u64"),  # PlanValue each
+        ("outputs", "ptr"), ("output_count", "u64"),
+        ("fenced", "u32"), ("_pad", "u32"),  # coarse-fences: a null wait fence and a signal fence follow the inputs
+        ("what", "ptr"),  # what a failed signal fence's wait names
+    ],
+    # An input or output: a scalar slot (tensor 0), or a tensor of `rank` dims (-1: any) whose
+    # arrays may be of `dtypes` numpy dtypes (descriptor pointers), each with its element type
+    # and item size; an output's first element type is the one its view must have.
+    "PlanValue": [
+        ("tensor", "u32"), ("dtype_count", "u32"),
+        ("rank", "u64"), ("dims", "ptr"),
+        ("dtypes", ("array", "ptr", 4)), ("element_types", ("array", "u32", 4)), ("itemsizes", ("array", "u64", 4)),
+    ],
     # The words a dispatch pool's threads share: wake-up and completion, then the posted job.
     "Pool": [
         # First: split-loop guards read it branch-free (lower.loops.parallel): innermost
@@ -134,6 +240,17 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("kind", "u32"), ("_pad3", "u32"),
         ("body", "ptr"), ("state", "ptr"), ("env", "ptr"), ("loop_trap", "ptr"),
         ("start", "i64"), ("step", "i64"), ("bound", "i64"),
+        # 1 while a sequence or a direct call holds the pool (posts to it or lends it to split
+        # loops); taken with a compare-and-swap, never waited for (runtime.exec.workers).
+        ("holder", "u32"), ("_pad4", "u32"),
+    ],
+    # A dispatch runner's state native code reads (runtime.exec.runner): its pool and policy knobs.
+    "Runner": [
+        ("pool", "ptr"),  # the runner's Pool, or null (one thread, or not started yet)
+        ("force", "u32"),  # nonzero: every grid runs on this many threads (tests)
+        ("warm", "u32"),  # sequences of several steps wake parked pool threads first
+        ("last_threads", "u32"),  # how many threads the last dispatch ran on
+        ("_pad", "u32"),
     ],
     # Measured seconds per workgroup of one entry: on the calling thread alone, on all.
     "Cost": [
@@ -185,8 +302,6 @@ BUFFER_ORIGIN_HOST = 1 << 3
 
 LIST_VALUE, LIST_REF, LIST_VARIANT = 0, 1, 2
 
-FACTS_NO_RANK = 0xFFFFFFFF  # HalBufferViewFacts.rank of a view with more dims than it holds
-
 # Value type codes (list element types, variant tags); 0 means none/empty.
 VALUE_CODES = {"i8": 1, "i16": 2, "i32": 3, "i64": 4, "f32": 5, "f64": 6}
 VALUE_NAMES = {v: k for k, v in VALUE_CODES.items()}
@@ -221,15 +336,24 @@ BufferT = CTYPES["Buffer"]
 ListT = CTYPES["List"]
 VariantT = CTYPES["Variant"]
 FrameT = CTYPES["Frame"]
+FailureT = CTYPES["Failure"]
 TrapT = CTYPES["Trap"]
 ImportT = CTYPES["Import"]
 ModuleStateT = CTYPES["ModuleState"]
 PoolT = CTYPES["Pool"]
+RunnerT = CTYPES["Runner"]
+NumpyArrayT = CTYPES["NumpyArray"]
+CallPlanT = CTYPES["CallPlan"]
+PlanValueT = CTYPES["PlanValue"]
 CostT = CTYPES["Cost"]
 ViewT = CTYPES["View"]
 StepT = CTYPES["Step"]
 SequenceT = CTYPES["Sequence"]
 TraceRecordT = CTYPES["TraceRecord"]
+
+
+# A trap record starts with a Failure's fields (native code copies one into the other).
+assert all(getattr(TrapT, n).offset == getattr(FailureT, n).offset for n, _ in STRUCTS["Failure"])
 
 
 def field(struct: str, name: str) -> FieldInfo:

@@ -41,6 +41,14 @@ def render(package: str, name: str, /, **values) -> str:
     return render_text(_source(package, name), values, f"{package}/{name}")
 
 
+def render_from(package: str, name: str, pool: dict) -> str:
+    """Template `name` filled from the values of `pool` it names (several templates rendered
+    with one set of values: a value none of them uses is the caller's to notice)."""
+    text = _source(package, name)
+    named = {m[2] for m in _CONDITION.finditer(text)} | {m[1] for m in _PLACEHOLDER.finditer(text)}
+    return render_text(text, {k: v for k, v in pool.items() if k in named}, f"{package}/{name}")
+
+
 @lru_cache(maxsize=None)
 def _source(package: str, name: str) -> str:
     return resources.files(package).joinpath(name).read_text()

@@ -2,7 +2,9 @@
 
 A `Function` can be called two ways: from Python with plain values (`call`), and from
 native code through the uniform ABI of runtime.vm.abi (`native_entry`). Native modules are
-Python classes whose methods are declared with IREE calling-convention strings.
+Python classes whose methods are declared with IREE calling-convention strings, and whose
+natively implemented functions (`NativeFunction`) compiled code and the interpreter call
+directly.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Callable, ClassVar, Sequence
 
 from ...errors import Error
 from ...frontend.cconv import CallingConvention, parse_cconv
+from ..native.layout import TrapT
 from . import abi, traps
 from .objects import register_type
 
@@ -40,15 +43,11 @@ class Function:
 class PythonFunction(Function):
     """A function implemented by a Python callable taking and returning plain values."""
 
-    def __init__(self, name: str, cconv: str | CallingConvention, impl: Callable, attrs=(),
-                 native_fast_path: Callable[[], int] | None = None):
+    def __init__(self, name: str, cconv: str | CallingConvention, impl: Callable, attrs=()):
         self.name = name
         self.cconv = parse_cconv(cconv, name) if isinstance(cconv, str) else cconv
         self.impl = impl
         self.attrs = tuple(attrs)
-        # Returns the address of a native function with the same convention that handles the
-        # ordinary case itself and calls its ctx (this function's trampoline) for the rest.
-        self.native_fast_path = native_fast_path
         self._trampoline = None
 
     def call(self, args: Sequence) -> list:
@@ -76,16 +75,39 @@ class PythonFunction(Function):
                     return traps.park_exception(trap, e)
 
             self._trampoline = abi.NATIVE_FN(trampoline)
-        python = ctypes.cast(self._trampoline, ctypes.c_void_p).value
-        fast = self.native_fast_path() if self.native_fast_path is not None else 0
-        return (fast, python) if fast else (python, 0)
+        return ctypes.cast(self._trampoline, ctypes.c_void_p).value, 0
 
 
-def export(name: str, cconv: str, native_fast_path: Callable[[], int] | None = None):
-    """Declares a NativeModule method as the export `name` with calling convention `cconv`
-    (and the native fast path compiled code calls instead: `PythonFunction`)."""
+class NativeFunction(Function):
+    """A function implemented in native code with the uniform ABI: `address(ctx, args,
+    results, trap)`. Python calls pack plain values; native callers (compiled code, the
+    interpreter's import adapters) call `address` directly."""
+
+    def __init__(self, name: str, cconv: str | CallingConvention, address: int, ctx: int = 0, attrs=()):
+        self.name = name
+        self.cconv = parse_cconv(cconv, name) if isinstance(cconv, str) else cconv
+        self.address = address
+        self.ctx = ctx
+        self.attrs = tuple(attrs)
+        self._fn = abi.NATIVE_FN(address)
+
+    def call(self, args: Sequence) -> list:
+        abi.check_arity(self.name, self.cconv, args)
+        slots = abi.pack_args(self.cconv, args, self.name)
+        results = abi.result_array(self.cconv)
+        trap = TrapT()
+        if self._fn(self.ctx, slots, results, ctypes.addressof(trap)):
+            raise traps.take_exception(trap, traps.no_module_frame)
+        return abi.unpack_results(self.cconv, results)
+
+    def native_entry(self) -> tuple[int, int]:
+        return self.address, self.ctx
+
+
+def export(name: str, cconv: str):
+    """Declares a NativeModule method as the export `name` with calling convention `cconv`."""
     def mark(method):
-        method.__vm_export__ = (name, cconv, native_fast_path)
+        method.__vm_export__ = (name, cconv)
         return method
     return mark
 
@@ -112,8 +134,9 @@ class ModuleInstance:
 class NativeModule(ModuleInstance):
     """Base of modules implemented in Python; instantiate one per context.
 
-    Methods marked with @export become the module's functions. `ref_types` lists the
-    NativeObject classes the module defines, registered so modules may name them.
+    Methods marked with @export become the module's functions, and so do the entries of
+    `native_functions()` (natively implemented ones). `ref_types` lists the classes of the
+    ref types the module defines, registered so modules may name them.
     """
 
     name: ClassVar[str] = ""
@@ -121,14 +144,19 @@ class NativeModule(ModuleInstance):
     ref_types: ClassVar[tuple] = ()
 
     def __init__(self):
-        self._functions: dict[str, PythonFunction] = {}
+        self._functions: dict[str, Function] = {}
         for cls in reversed(type(self).__mro__):
             for attr, value in vars(cls).items():
                 spec = getattr(value, "__vm_export__", None)
                 if spec:
-                    fname, cconv, fast = spec
-                    self._functions[fname] = PythonFunction(f"{self.name}.{fname}", cconv,
-                                                            getattr(self, attr), native_fast_path=fast)
+                    fname, cconv = spec
+                    self._functions[fname] = PythonFunction(f"{self.name}.{fname}", cconv, getattr(self, attr))
+        for fname, (cconv, address) in self.native_functions().items():
+            self._functions[fname] = NativeFunction(f"{self.name}.{fname}", cconv, address)
+
+    def native_functions(self) -> dict[str, tuple[str, int]]:
+        """Functions implemented natively: name -> (calling convention, address)."""
+        return {}
 
     @classmethod
     def register_types(cls) -> None:

@@ -5,6 +5,7 @@ declare void @free(ptr)
 declare i32 @posix_memalign(ptr, i64, i64)
 declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare i64 @strlen(ptr)
 
 define void @jv_retain(ptr %o) {
 entry:
@@ -70,6 +71,14 @@ entry:
   %hook = load atomic ptr, ptr @python_destroy_hook monotonic, align 8
   call void %hook(ptr %o)
   call void @free(ptr %o)
+  ret void
+}
+
+; A new object's header: one reference, its type and how it is destroyed (for native code
+; outside this module that makes objects: the HAL's).
+define void @jv_object_init(ptr %o, i32 %type, ptr %destroy) {
+entry:
+  call void @init_header(ptr %o, i32 %type, ptr %destroy)
   ret void
 }
 
@@ -339,8 +348,130 @@ entry:
   store i64 %a3, ptr %pa3
   %pm = getelementptr inbounds i8, ptr %t, i64 ${Trap.message}
   store ptr %msg, ptr %pm
+  %pi = getelementptr inbounds i8, ptr %t, i64 ${Trap.inner}
+  store ptr null, ptr %pi
+  %po = getelementptr inbounds i8, ptr %t, i64 ${Trap.message_owned}
+  store i32 0, ptr %po
   %pf = getelementptr inbounds i8, ptr %t, i64 ${Trap.frame_count}
   store i32 0, ptr %pf
+  ret void
+}
+
+; --- failures: what a trap record says, kept (a failed semaphore's) -------------------------
+; A Failure and the first fields of a Trap share one layout (runtime.native.layout), so these
+; take either where they read one.
+
+; Frees what failure %f owns (its message, the failure it wraps) and zeroes it.
+define void @jv_failure_clear(ptr %f) {
+entry:
+${fields Failure %f f}
+  %msg = load ptr, ptr %f.message
+  call void @free(ptr %msg)
+  %inner = load ptr, ptr %f.inner
+  %has_inner = icmp ne ptr %inner, null
+  br i1 %has_inner, label %nested, label %zero
+nested:
+  call void @jv_failure_clear(ptr %inner)
+  call void @free(ptr %inner)
+  br label %zero
+zero:
+  call void @llvm.memset.p0.i64(ptr %f, i8 0, i64 ${sizeof Failure}, i1 false)
+  ret void
+}
+
+; A copy of NUL-terminated %s in new memory (null for null, or without memory).
+define ptr @jv_strdup(ptr %s) {
+entry:
+  %none = icmp eq ptr %s, null
+  br i1 %none, label %null, label %copy
+copy:
+  %n = call i64 @strlen(ptr %s)
+  %n1 = add i64 %n, 1
+  %d = call ptr @malloc(i64 %n1)
+  %nomem = icmp eq ptr %d, null
+  br i1 %nomem, label %null, label %fill
+fill:
+  call void @llvm.memcpy.p0.p0.i64(ptr %d, ptr %s, i64 %n1, i1 false)
+  ret ptr %d
+null:
+  ret ptr null
+}
+
+; Failure %dst (holding nothing) becomes a deep copy of the failure or trap record %src.
+define void @jv_failure_copy(ptr %dst, ptr %src) {
+entry:
+${fields Failure %src s}
+${fields Failure %dst d}
+  %status = load i32, ptr %s.status
+  store i32 %status, ptr %d.status
+  %kind = load i32, ptr %s.kind
+  store i32 %kind, ptr %d.kind
+  call void @llvm.memcpy.p0.p0.i64(ptr %d.args, ptr %s.args, i64 32, i1 false)
+  %msg = load ptr, ptr %s.message
+  %dup = call ptr @jv_strdup(ptr %msg)
+  store ptr %dup, ptr %d.message
+  %inner = load ptr, ptr %s.inner
+  %has_inner = icmp ne ptr %inner, null
+  br i1 %has_inner, label %nested, label %none
+nested:
+  %copy = call ptr @calloc(i64 1, i64 ${sizeof Failure})
+  %nomem = icmp eq ptr %copy, null
+  br i1 %nomem, label %none, label %fill
+fill:
+  call void @jv_failure_copy(ptr %copy, ptr %inner)
+  br label %none
+none:
+  %to = phi ptr [ null, %entry ], [ null, %nested ], [ %copy, %fill ]
+  store ptr %to, ptr %d.inner
+  ret void
+}
+
+; Failure %f (holding nothing) says `status`, kind FAIL and a copy of text %text.
+define void @jv_failure_set_text(ptr %f, i32 %status, i32 %kind, ptr %text) {
+entry:
+${fields Failure %f f}
+  call void @llvm.memset.p0.i64(ptr %f, i8 0, i64 ${sizeof Failure}, i1 false)
+  store i32 %status, ptr %f.status
+  store i32 %kind, ptr %f.kind
+  %dup = call ptr @jv_strdup(ptr %text)
+  store ptr %dup, ptr %f.message
+  ret void
+}
+
+; Frees what trap record %t owns (an owned message, the failure it wraps).
+define void @jv_trap_clear(ptr %t) {
+entry:
+${fields Trap %t t}
+  %owned = load i32, ptr %t.message_owned
+  %is_owned = icmp ne i32 %owned, 0
+  br i1 %is_owned, label %free_message, label %inner
+free_message:
+  %msg = load ptr, ptr %t.message
+  call void @free(ptr %msg)
+  store ptr null, ptr %t.message
+  br label %inner
+inner:
+  store i32 0, ptr %t.message_owned
+  %f = load ptr, ptr %t.inner
+  %has = icmp ne ptr %f, null
+  br i1 %has, label %nested, label %done
+nested:
+  call void @jv_failure_clear(ptr %f)
+  call void @free(ptr %f)
+  store ptr null, ptr %t.inner
+  br label %done
+done:
+  ret void
+}
+
+; Records failure %f in trap record %t (status, kind, arguments, owned copies), no frames yet.
+define void @jv_trap_from_failure(ptr %t, ptr %f) {
+entry:
+  call void @jv_trap_clear(ptr %t)
+  call void @jv_failure_copy(ptr %t, ptr %f)
+${fields Trap %t t}
+  store i32 1, ptr %t.message_owned
+  store i32 0, ptr %t.frame_count
   ret void
 }
 

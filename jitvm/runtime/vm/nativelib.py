@@ -22,7 +22,8 @@ _lock = threading.Lock()
 _code = None  # the compiled module (runtime.native.engine.JitModule), once loaded
 
 # libc entry points the native code (runtime and JIT-compiled) may call.
-LIBC_SYMBOLS = ("malloc", "calloc", "free", "posix_memalign", "memset", "memcpy", "memmove", "memcmp")
+LIBC_SYMBOLS = ("malloc", "calloc", "free", "posix_memalign", "memset", "memcpy", "memmove", "memcmp", "strlen",
+                "snprintf")
 
 
 def ir_text(saturating: bool) -> str:
@@ -58,6 +59,13 @@ PROTOTYPES = {
                                     ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p),
     "jv_trap_push_frame": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32,
                                            ctypes.c_int32),
+    "jv_trap_clear": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
+    "jv_trap_from_failure": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p),
+    "jv_object_init": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p),
+    "jv_strdup": ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p),
+    "jv_failure_clear": ctypes.CFUNCTYPE(None, ctypes.c_void_p),
+    "jv_failure_copy": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p),
+    "jv_failure_set_text": ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_char_p),
 }
 
 

@@ -2,8 +2,10 @@
 
 The native structs (runtime.native.layout) are the source of truth. A `Ref` owns one reference
 and releases it when garbage collected; `VmBuffer` and `VmList` read through to native
-memory. Ref types implemented in Python (the HAL's objects) get a native header whose
-destruction drops the Python object, so native code can hold and release them like any ref.
+memory, and so do the views native modules register for their own types (`StructView`: the
+HAL's buffers, views, fences). Ref types implemented in Python (devices, executables) get a
+native header whose destruction drops the Python object, so native code can hold and release
+them like any ref.
 """
 
 from __future__ import annotations
@@ -115,7 +117,11 @@ class Ref:
 
     @property
     def payload(self):
-        """The Python object behind a Python-backed ref type, or None."""
+        """The Python object behind a Python-backed ref type, the view of a type with one
+        (`StructView`), or None."""
+        view = _views.get(header(self.addr).type_id)
+        if view is not None:
+            return self if type(self) is view else view(self.addr)
         return _live.get(self.addr)
 
     def __eq__(self, other):
@@ -133,8 +139,44 @@ class Ref:
         if not addr:
             return None
         tid = header(addr).type_id
-        cls = VmBuffer if tid == nativelib.BUFFER_TYPE_ID else VmList if tid == nativelib.LIST_TYPE_ID else Ref
+        cls = VmBuffer if tid == nativelib.BUFFER_TYPE_ID else VmList if tid == nativelib.LIST_TYPE_ID else \
+            _views.get(tid, Ref)
         return cls(addr, retain_it)
+
+
+# --- views of native modules' structs ----------------------------------------------------------
+
+_views: dict[int, type] = {}  # type id -> the StructView class Ref.wrap gives its objects
+
+
+class StructView(Ref):
+    """A Ref to an object whose fields are the layout struct `struct_name` (a native module's
+    type, made by native code): subclasses read and write the fields through `struct`."""
+
+    __slots__ = ()
+    type_name: ClassVar[str] = ""
+    struct_name: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.type_name:
+            cls._ctype = layout.CTYPES[cls.struct_name]
+            _views[register_type(cls.type_name)] = cls
+
+    @property
+    def struct(self):
+        return self._ctype.from_address(self.addr)
+
+    @classmethod
+    def type_id_of(cls) -> int:
+        return register_type(cls.type_name)
+
+    @classmethod
+    def adopt(cls, addr: int, what: str = "object"):
+        """The view owning the new reference `addr` native code returned (0: out of memory)."""
+        if not addr:
+            raise Error(f"out of memory allocating a {what}")
+        return cls(addr, retain_it=False)
 
 
 def address_of(view) -> int:
@@ -390,8 +432,12 @@ class NativeObject:
 
 
 def payload(addr: int, cls: type | None = None):
-    """The Python object of a Python-backed ref (optionally checking its class), or None."""
+    """The Python object of a Python-backed ref, or the view of an object with one
+    (optionally checking its class), or None."""
     obj = _live.get(addr)
+    if obj is None:
+        view = _views.get(header(addr).type_id)
+        obj = view(addr) if view is not None else None
     if cls is not None and not isinstance(obj, cls):
         return None
     return obj

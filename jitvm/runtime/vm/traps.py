@@ -7,7 +7,10 @@ raises `jitvm.Trap` directly; when such an exception crosses a native boundary i
 here keyed by the trap record's address and picked up again on the other side.
 
 Both backends format messages from the same table, so a trap reads the same whichever
-backend raised it.
+backend raised it. A kind whose message is more than a template (the HAL's: bit sets by name,
+ranges, a waited-on fence's failure) has a `format` function instead; a record (and a
+`Failure`, what a failed semaphore keeps) may own its message and wrap another failure
+(`inner`), which native code frees when Python has taken the record.
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from __future__ import annotations
 import ctypes
 import threading
 from dataclasses import dataclass
+from typing import Callable
 
 from ...errors import STATUS_CODES, Error, Trap
-from ..native.layout import TrapT
+from ..native.layout import FailureT, TrapT
+from . import nativelib
 
 MAX_FRAMES = 32
 
@@ -26,17 +31,28 @@ MAX_FRAMES = 32
 class TrapKind:
     code: int
     status: str  # IREE status name
-    template: str  # str.format template over args[0..3] and {message}
+    template: str  # str.format template over args[0..3] and {message} (and {inner}: the wrapped failure's text)
+    format: Callable | None = None  # (args, message, inner) -> text, instead of the template
+
+    def text(self, args, message: str, inner: str = "") -> str:
+        """The message for unsigned 64-bit `args` (as IREE prints sizes and offsets: %zu)."""
+        if self.format is not None:
+            return self.format(args, message, inner)
+        return self.template.format(*args, *([0] * (4 - len(args))), message=message, inner=inner)
 
 
 KINDS: dict[int, TrapKind] = {}
 
 
-def _kind(code: int, status: str, template: str) -> TrapKind:
-    k = TrapKind(code, status, template)
-    assert code not in KINDS
+def kind(code: int, status: str, template: str = "", format: Callable | None = None) -> TrapKind:
+    """Registers trap kind `code` (the VM's below 64, native modules' above)."""
+    k = TrapKind(code, status, template, format)
+    assert code not in KINDS, code
     KINDS[code] = k
     return k
+
+
+_kind = kind
 
 
 FAIL = _kind(1, "UNKNOWN", "{message}")  # vm.fail / cond_fail: status comes from the program
@@ -60,8 +76,27 @@ STACK_OVERFLOW = _kind(11, "RESOURCE_EXHAUSTED", "VM stack overflow: call depth 
 
 def make_trap(kind: TrapKind, *args, message: str = "", status: int | None = None) -> Trap:
     """The jitvm.Trap an interpreter raises for `kind` (the JIT records the same fields)."""
-    text = kind.template.format(*args, *([0] * (4 - len(args))), message=message)
+    text = kind.text(args, message)
     return Trap(STATUS_CODES[kind.status] if status is None else status, text)
+
+
+def _text_at(addr) -> str:
+    return ctypes.string_at(addr).decode("utf-8", "replace") if addr else ""
+
+
+def failure_text(rec) -> str:
+    """The message a Failure (or trap record) `rec` describes, its wrapped failures included."""
+    inner = failure_text(FailureT.from_address(rec.inner)) if rec.inner else ""
+    kind = KINDS.get(rec.kind, FAIL)
+    # Arguments are sizes, offsets and indices, printed unsigned as IREE does (%zu):
+    # a record holds them as i64, an interpreter passes Python ints of the same bits.
+    return kind.text([a & 0xFFFFFFFFFFFFFFFF for a in rec.args], _text_at(rec.message), inner)
+
+
+def failure_trap(addr: int) -> Trap:
+    """The jitvm.Trap the Failure at `addr` describes (no frames)."""
+    rec = FailureT.from_address(addr)
+    return Trap(rec.status, failure_text(rec))
 
 
 # --- crossing native boundaries ------------------------------------------------------------
@@ -75,14 +110,25 @@ def new_record() -> TrapT:
 
 
 def park_exception(trap_addr: int, exc: BaseException) -> int:
-    """Stores a Python exception raised inside a native callback; returns its status code."""
+    """Stores a Python exception raised inside a native callback; returns its status code.
+    The record also gets the exception's message as text of its own, for native code that
+    keeps a copy of the failure (a HAL semaphore the failed operation signals)."""
     rec = TrapT.from_address(trap_addr)
     status = exc.status if isinstance(exc, Trap) else STATUS_CODES["INTERNAL"]
+    text = exc.message if isinstance(exc, Trap) else str(exc)
+    nativelib.fn.jv_trap_clear(trap_addr)
     rec.status = status
     rec.kind = NATIVE.code
+    rec.message = nativelib.fn.jv_strdup(text.encode("utf-8", "replace"))
+    rec.message_owned = 1
     with _pending_lock:
         _pending[trap_addr] = exc
     return status
+
+
+def no_module_frame(state: int, function: int, pc: int):
+    """`describe_frame` for records of native functions outside any module (they push none)."""
+    return ("?", f"function {function}", pc, None)
 
 
 def take_exception(rec: TrapT, describe_frame) -> BaseException:
@@ -101,14 +147,11 @@ def take_exception(rec: TrapT, describe_frame) -> BaseException:
         exc.__cause__ = parked
         parked = exc
     if parked is None:
-        kind = KINDS.get(rec.kind, FAIL)
-        message = ctypes.string_at(rec.message).decode("utf-8", "replace") if rec.message else ""
-        # Arguments are sizes, offsets and indices, printed unsigned as IREE does (%zu):
-        # a record holds them as i64, an interpreter passes Python ints of the same bits.
-        text = kind.template.format(*[a & 0xFFFFFFFFFFFFFFFF for a in rec.args], message=message)
-        parked = Trap(rec.status, text)
+        parked = Trap(rec.status, failure_text(rec))
     for i in range(min(rec.frame_count, MAX_FRAMES)):
         f = rec.frames[i]
         parked.add_frame(*describe_frame(f.module or 0, f.function, f.pc))
+    if rec.message_owned or rec.inner:
+        nativelib.fn.jv_trap_clear(addr)
     rec.status = rec.frame_count = 0
     return parked

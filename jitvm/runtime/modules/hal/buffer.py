@@ -3,21 +3,24 @@
 A buffer is an allocation (native memory held by a vm.buffer, so dispatches can hand raw
 pointers to kernels) or a subspan of one. Ranges are checked exactly as IREE checks them
 (`iree_hal_buffer_calculate_range`), and mapped memory honours the allowed access bits.
+The object is native (runtime.native.layout `HalBuffer`, made by objects.ll); `HalBuffer`
+is its view.
 """
 
 from __future__ import annotations
 
 import ctypes
-import struct
+
 import numpy as np
 
 from ...native import layout
-from ...vm.objects import NativeObject, Ref, VmBuffer
+from ...vm.objects import StructView, VmBuffer, address_of, header
+from . import native
 from . import types as t
 from .errors import hal_error
 
-ALLOCATION_ALIGNMENT = 64  # IREE's heap buffers are 64-byte aligned
-_FILL_DTYPES = {n: np.dtype(f"<u{n}") for n in (1, 2, 4, 8)}  # a fill pattern as one element
+ALLOCATION_ALIGNMENT = native.ALLOCATION_ALIGNMENT
+_M64 = 0xFFFFFFFFFFFFFFFF
 
 
 def calculate_range(base_offset: int, max_length: int, offset: int, length: int) -> tuple[int, int]:
@@ -33,73 +36,84 @@ def calculate_range(base_offset: int, max_length: int, offset: int, length: int)
     return base_offset + offset, adjusted
 
 
-class HalBuffer(NativeObject):
+class HalBuffer(StructView):
     """An allocation or a subspan of one; `memory` is the allocation's native storage."""
 
+    __slots__ = ()
     type_name = "hal.buffer"
-    facts = "HalBufferFacts"
+    struct_name = "HalBuffer"
 
-    def __init__(self, memory: VmBuffer, byte_offset: int, byte_length: int, memory_type: int,
-                 allowed_access: int, allowed_usage: int, parent: "HalBuffer | None" = None):
-        self.memory = memory  # vm.buffer holding the allocation's bytes (kept alive by us)
-        self.byte_offset = byte_offset  # offset of this buffer inside the allocation
-        self.byte_length = byte_length
-        self.memory_type = memory_type
-        self.allowed_access = allowed_access
-        self.allowed_usage = allowed_usage
-        self._parent_ref = parent.ref() if parent is not None else None  # subspans keep their allocation
-        self.preserve_count = 0
+    @property
+    def memory(self) -> VmBuffer:
+        """The vm.buffer holding the allocation's bytes."""
+        return VmBuffer(self.struct.memory)
 
-    def write_facts(self, facts) -> None:
-        facts.byte_length, facts.memory_type, facts.allowed_usage = \
-            self.byte_length, self.memory_type, self.allowed_usage
+    @property
+    def data_address(self) -> int:
+        """The address of this buffer's first byte."""
+        return self.struct.data or 0
+
+    byte_offset = property(lambda self: self.struct.byte_offset, doc="offset inside the allocation")
+    byte_length = property(lambda self: self.struct.byte_length)
+    memory_type = property(lambda self: self.struct.memory_type)
+    allowed_access = property(lambda self: self.struct.allowed_access)
+    allowed_usage = property(lambda self: self.struct.allowed_usage)
+
+    @property
+    def preserve_count(self) -> int:
+        return self.struct.preserve_count
+
+    @preserve_count.setter
+    def preserve_count(self, value: int) -> None:
+        self.struct.preserve_count = value
 
     def exclusively_owned(self) -> bool:
         """Whether this buffer is a whole allocation whose memory nothing else references."""
-        memory = self.memory
-        return self._parent_ref is None and memory.refcount == 1 and bool(memory.struct.allocation) and \
-            self.byte_offset == 0
+        s = self.struct
+        return not s.parent and s.byte_offset == 0 and header(s.memory).refcount == 1 and \
+            bool(layout.BufferT.from_address(s.memory).allocation)
 
     @property
     def allocated(self) -> "HalBuffer":
-        return self._parent_ref.payload if self._parent_ref is not None else self
+        parent = self.struct.parent
+        return HalBuffer(parent) if parent else self
 
     # --- construction -------------------------------------------------------------------
 
     @classmethod
-    def allocate(cls, length: int, memory_type: int, allowed_usage: int,
-                 allowed_access: int = t.ACCESS_ALL, zeroed: bool = True) -> Ref:
-        memory = VmBuffer.allocate(length, ALLOCATION_ALIGNMENT, zeroed=zeroed)
-        return cls.new(memory, 0, length, memory_type, allowed_access, allowed_usage)
+    def new(cls, memory: VmBuffer, byte_offset: int, byte_length: int, memory_type: int, allowed_access: int,
+            allowed_usage: int, parent: "HalBuffer | None" = None) -> "HalBuffer":
+        addr = native.fn.jv_hal_buffer_new(memory.addr, byte_offset, byte_length, memory_type & 0xFFFFFFFF,
+                                           allowed_access & 0xFFFFFFFF, allowed_usage & 0xFFFFFFFF,
+                                           parent.addr if parent is not None else None)
+        return cls.adopt(addr, "buffer")
 
     @classmethod
-    def wrap(cls, memory: VmBuffer, memory_type: int, allowed_access: int, allowed_usage: int) -> Ref:
+    def allocate(cls, length: int, memory_type: int, allowed_usage: int,
+                 allowed_access: int = t.ACCESS_ALL, zeroed: bool = True) -> "HalBuffer":
+        addr = native.fn.jv_hal_buffer_allocate(length, memory_type & 0xFFFFFFFF, allowed_usage & 0xFFFFFFFF,
+                                                allowed_access & 0xFFFFFFFF, int(zeroed))
+        return cls.adopt(addr, f"{length}-byte buffer")
+
+    @classmethod
+    def wrap(cls, memory: VmBuffer, memory_type: int, allowed_access: int, allowed_usage: int) -> "HalBuffer":
         """A buffer over existing native memory (imports): `memory` stays alive with it."""
         return cls.new(memory, 0, memory.length, memory_type, allowed_access, allowed_usage)
 
-    def subspan(self, offset: int, length: int) -> Ref:
-        """IREE's subspan: the same buffer for the whole range, else a view of the allocation."""
-        absolute, adjusted = calculate_range(self.byte_offset, self.byte_length, offset, length)
-        if absolute == self.byte_offset and adjusted == self.byte_length:
-            return self.ref()
-        root = self.allocated
-        return HalBuffer.new(root.memory, absolute, adjusted, self.memory_type, self.allowed_access,
-                             self.allowed_usage, parent=root)
+    def subspan(self, offset: int, length: int) -> "HalBuffer":
+        """IREE's subspan (hal.buffer.subspan): the same buffer for the whole range, else a
+        view of the allocation."""
+        return native.call_export("buffer.subspan", self, offset, length)[0]
 
-    # --- access ----------------------------------------------------------------------------
-
-    def check_access(self, required: int) -> None:
-        if required & ~self.allowed_access & (t.ACCESS_READ | t.ACCESS_WRITE | t.ACCESS_DISCARD):
-            raise hal_error("PERMISSION_DENIED",
-                            f"buffer does not support the requested access type; buffer allows "
-                            f"{t.format_bits(self.allowed_access, t.ACCESS_BITS)}, operation requires "
-                            f"{t.format_bits(required, t.ACCESS_BITS)}")
+    # --- access (native: buffers.ll) ----------------------------------------------------------
 
     def map_range(self, offset: int, length: int, access: int) -> tuple[int, int]:
-        """(address, length) of a checked range of this buffer's bytes."""
-        self.check_access(access)
-        absolute, adjusted = calculate_range(self.byte_offset, self.byte_length, offset, length)
-        return self.memory.data_address + absolute, adjusted
+        """(address, length) of a checked range of this buffer's bytes: the access bits, then
+        the range (IREE's iree_hal_buffer_calculate_range)."""
+        address, n = ctypes.c_void_p(), ctypes.c_uint64()
+        native.checked("jv_hal_map_range", self.addr, offset & _M64, length & _M64, access, ctypes.byref(address),
+                       ctypes.byref(n))
+        return address.value or 0, n.value
 
     def view(self, offset: int = 0, length: int = t.WHOLE_BUFFER, access: int = t.ACCESS_READ) -> memoryview:
         address, n = self.map_range(offset, length, access)
@@ -120,29 +134,18 @@ class HalBuffer(NativeObject):
         n = np.dtype(dtype).itemsize * count
         return np.frombuffer(self.view(offset, n), dtype=dtype, count=count).copy()
 
-    # --- transfer operations (IREE's iree_hal_buffer_map_*) ------------------------------------
+    # --- transfer operations (IREE's iree_hal_buffer_map_*, native: queues.ll) -----------------
 
     def read(self, offset: int, length: int) -> bytes:
         return bytes(self.view(offset, length, t.ACCESS_READ))
 
     def write(self, offset: int, data) -> None:
         data = memoryview(data).cast("B")
-        if len(data) == 0:
-            return
-        dst = self.view(offset, len(data), t.ACCESS_WRITE)
-        dst[:] = data
+        native.checked("jv_hal_buffer_write", self.addr, offset & _M64, address_of(data), len(data))
 
     def fill(self, offset: int, length: int, pattern: int, pattern_length: int) -> None:
-        target = self.fill_range(offset, length, pattern_length)
-        if target is None:
-            return
-        address, n = target
-        unit = struct.pack("<Q", pattern & 0xFFFFFFFFFFFFFFFF)[:pattern_length]
-        if unit.count(unit[0]) == pattern_length:  # one repeated byte (zero fills): memset
-            ctypes.memset(address, unit[0], n)
-            return
-        dtype = _FILL_DTYPES[pattern_length]
-        np.frombuffer((ctypes.c_uint8 * n).from_address(address), dtype=dtype)[:] = np.frombuffer(unit, dtype)[0]
+        native.checked("jv_hal_buffer_fill", self.addr, offset & _M64, length & _M64, pattern & _M64,
+                       pattern_length & 0xFFFFFFFF)
 
     def fill_range(self, offset: int, length: int, pattern_length: int) -> tuple[int, int] | None:
         """(address, length) a fill writes, checked as IREE checks it; None: nothing to fill."""
@@ -158,22 +161,7 @@ class HalBuffer(NativeObject):
         return self.map_range(absolute, adjusted, t.ACCESS_WRITE)
 
 
-def ranges_overlap(a: HalBuffer, a_offset: int, b: HalBuffer, b_offset: int, length: int) -> bool:
-    """Whether two equally long ranges share bytes of one allocation."""
-    if a.allocated is not b.allocated or length == 0:
-        return False
-    lo_a, lo_b = a.byte_offset + a_offset, b.byte_offset + b_offset
-    return lo_a < lo_b + length and lo_b < lo_a + length
-
-
 def copy(source: HalBuffer, source_offset: int, target: HalBuffer, target_offset: int, length: int) -> None:
     """IREE's iree_hal_buffer_map_copy: checked, and overlapping ranges are refused."""
-    if length == 0:
-        return
-    if length == t.WHOLE_BUFFER:
-        length = source.byte_length - source_offset
-    if ranges_overlap(source, source_offset, target, target_offset, length):
-        raise hal_error("INVALID_ARGUMENT", "source and target ranges must not overlap within the same buffer")
-    src = source.view(source_offset, length, t.ACCESS_READ)
-    dst = target.view(target_offset, length, t.ACCESS_WRITE)
-    dst[:] = src
+    native.checked("jv_hal_buffer_copy", source.addr, source_offset & _M64, target.addr, target_offset & _M64,
+                   length & _M64)

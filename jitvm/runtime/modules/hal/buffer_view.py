@@ -3,43 +3,52 @@
 Also the checks the compiler emits on function entry (`hal.buffer_view.assert`,
 `hal.buffer.assert`) with IREE's compatibility rules and messages naming the argument,
 and IREE's text form of a view (`2x2xf32=[1 2][3 4]`) used by `jitvm run` and check diffs.
+The object is native (runtime.native.layout `HalBufferView`); `HalBufferView` is its view.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 
 import numpy as np
 
 from ...native import layout
-from ...vm.objects import NativeObject, Ref
+from ...vm.objects import Ref, StructView, header
+from . import native
 from . import types as t
 from .buffer import HalBuffer
-from .errors import hal_error, own
+from .errors import hal_error
+
+_DIMS = layout.field("HalBufferView", "dims").offset
 
 
-class HalBufferView(NativeObject):
+class HalBufferView(StructView):
+    __slots__ = ()
     type_name = "hal.buffer_view"
-    facts = "HalBufferViewFacts"
+    struct_name = "HalBufferView"
 
-    def __init__(self, buffer: Ref, shape: tuple[int, ...], element_type: int, encoding_type: int):
-        self.buffer_ref = own(buffer)
-        self.shape = tuple(shape)
-        self.element_type = element_type
-        self.encoding_type = encoding_type
-
-    def write_facts(self, facts) -> None:
-        facts.buffer = self.buffer_ref.addr
-        facts.element_type, facts.encoding_type = self.element_type, self.encoding_type
-        if len(self.shape) <= len(facts.dims):
-            facts.rank = len(self.shape)
-            facts.dims[:len(self.shape)] = self.shape
-        else:
-            facts.rank = layout.FACTS_NO_RANK
+    @classmethod
+    def new(cls, buffer: Ref, shape, element_type: int, encoding_type: int) -> "HalBufferView":
+        shape = tuple(shape)
+        dims = (ctypes.c_int64 * max(1, len(shape)))(*shape)
+        addr = native.fn.jv_hal_buffer_view_new(buffer.addr, len(shape), dims, element_type & 0xFFFFFFFF,
+                                                encoding_type & 0xFFFFFFFF)
+        return cls.adopt(addr, "buffer view")
 
     @property
     def buffer(self) -> HalBuffer:
-        return self.buffer_ref.payload
+        return HalBuffer(self.struct.buffer)
+
+    buffer_ref = buffer
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        rank = self.struct.rank
+        return tuple((ctypes.c_int64 * rank).from_address(self.addr + _DIMS)) if rank else ()
+
+    element_type = property(lambda self: self.struct.element_type)
+    encoding_type = property(lambda self: self.struct.encoding_type)
 
     @property
     def element_count(self) -> int:
@@ -66,8 +75,10 @@ class HalBufferView(NativeObject):
         """The contents as an array for the holder of `ref`, a reference to this view: the
         buffer's own memory when nothing else can reach it (no other reference to the view,
         its buffer or the buffer's memory), which the array then keeps alive; else a copy."""
+        if ref.refcount != 1 or header(self.struct.buffer).refcount != 1:
+            return self.to_numpy()
         buffer = self.buffer
-        if ref.refcount == 1 and self.buffer_ref.refcount == 1 and buffer.exclusively_owned():
+        if buffer.exclusively_owned():
             mapped = self.mapped_numpy(ref)
             if mapped is not None:
                 return mapped
@@ -77,14 +88,17 @@ class HalBufferView(NativeObject):
         """The contents as an array over the buffer's own memory (no copy), kept alive by
         `owner` (a reference to this view), as iree.runtime maps host-visible buffers; None
         for an empty view or one without a numpy dtype."""
-        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        v = self.struct
+        dtype = t.NUMPY_OF_ELEMENT.get(v.element_type) if dtype is None else np.dtype(dtype)
         if dtype is None:
             return None
-        address, n = self.buffer.map_range(0, self.byte_length, t.ACCESS_READ)
-        if n != self.byte_length or not n:
+        shape = self.shape
+        length = t.dense_byte_count(v.element_type, math.prod(shape))
+        address, n = HalBuffer(v.buffer).map_range(0, length, t.ACCESS_READ)
+        if n != length or not n:
             return None
         raw = np.asarray(_OwnedMemory(address, n, owner, writable))
-        return raw.view(dtype).reshape(self.shape)
+        return raw.view(dtype).reshape(shape)
 
     def format(self, max_elements: int = 1024) -> str:
         """IREE's `iree_hal_buffer_view_format`: shape x type = nested [..] elements."""

@@ -2,7 +2,8 @@
 
 Queue operations run to completion inside the call: wait fences must already be reached,
 the operation runs, then the signal fence is signalled, or failed with the error (which is
-also raised, as the sync device returns it to the caller).
+also raised, as the sync device returns it to the caller). The queue's per-call operations
+are native (queues.ll); the file transfers (queue.read/write, at initialization) run here.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import fnmatch
 from ....errors import STATUS_CODES, Trap
 from ...vm.objects import NativeObject, Ref
 from .allocator import HalAllocator
-from .buffer import HalBuffer, copy
-from .command_buffer import HalCommandBuffer
+from .buffer import HalBuffer
 from .fence import HalFence, wait_all
 from .formats import FormatPolicy
 from .library import cpu_feature_value
@@ -28,21 +28,21 @@ def match_pattern(value: str, pattern: str) -> bool:
 
 class HalDevice(NativeObject):
     type_name = "hal.device"
-    facts = "HalDeviceFacts"
+    facts = "HalDevice"
 
     def __init__(self, loader, runner, policy: FormatPolicy | None = None, device_id: str = DEVICE_ID):
         self.loader = loader  # executables are loaded with the host module's backend (executable.ExecutableLoader)
         self.runner = runner  # and dispatched with its runner
         self.policy = policy if policy is not None else FormatPolicy()  # which formats it offers
         self.device_id = device_id  # what `hal.device.id` queries match: "local-sync" or "local-task"
-        self.allocator_ref = HalAllocator.new(device_id)
+        self.allocator_ref = HalAllocator.create()
 
     def write_facts(self, facts) -> None:
         facts.allocator = self.allocator_ref.addr
 
     @property
     def allocator(self) -> HalAllocator:
-        return self.allocator_ref.payload
+        return self.allocator_ref
 
     # --- queries ---------------------------------------------------------------------------
 
@@ -72,27 +72,6 @@ class HalDevice(NativeObject):
             signal.signal()
         return result
 
-    def queue_alloca(self, wait, signal, memory_type: int, usage: int, size: int) -> Ref:
-        return self.queue_op("queue.alloca", wait, signal,
-                             lambda: self.allocator.allocate(memory_type, usage, size))
-
-    def queue_dealloca(self, wait, signal, buffer: HalBuffer) -> None:
-        # Heap (non-transient) buffers are freed when their last reference goes away.
-        self.queue_op("queue.dealloca", wait, signal, lambda: None)
-
-    def queue_fill(self, wait, signal, target: HalBuffer, offset: int, length: int, pattern: int,
-                   pattern_length: int) -> None:
-        self.queue_op("queue.fill", wait, signal,
-                      lambda: target.fill(offset, length, pattern, pattern_length))
-
-    def queue_update(self, wait, signal, data: memoryview, target: HalBuffer, offset: int) -> None:
-        self.queue_op("queue.update", wait, signal, lambda: target.write(offset, data))
-
-    def queue_copy(self, wait, signal, source: HalBuffer, source_offset: int, target: HalBuffer,
-                   target_offset: int, length: int) -> None:
-        self.queue_op("queue.copy", wait, signal,
-                      lambda: copy(source, source_offset, target, target_offset, length))
-
     def queue_read(self, wait, signal, file, file_offset: int, target: HalBuffer, target_offset: int,
                    length: int) -> None:
         self.queue_op("queue.read", wait, signal,
@@ -102,12 +81,3 @@ class HalDevice(NativeObject):
                     length: int) -> None:
         self.queue_op("queue.write", wait, signal,
                       lambda: file.write(file_offset, source.view(source_offset, length)))
-
-    def queue_execute(self, wait, signal, command_buffer: HalCommandBuffer | None, table) -> None:
-        def run():
-            if command_buffer is not None:
-                command_buffer.execute(table, self)
-        self.queue_op("queue.execute", wait, signal, run)
-
-    def queue_barrier(self, wait, signal) -> None:
-        self.queue_op("queue.barrier", wait, signal, lambda: None)

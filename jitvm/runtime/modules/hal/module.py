@@ -2,7 +2,9 @@
 
 Instantiate one per context with the backend the context's bytecode modules use; that
 backend also prepares the VMVX executables the program creates, and its dispatch runner
-(if it has one) runs their workgroups.
+(if it has one) runs their workgroups. What a model call uses is native (hal.native:
+buffers, views, fences, the queue); what runs once per module or per recorded command
+buffer is Python (the exports_* mixins).
 """
 
 from __future__ import annotations
@@ -20,10 +22,10 @@ from .executable import ExecutableLoader, HalExecutable
 from .exports_buffer import BufferExports
 from .exports_command import CommandExports
 from .exports_device import DeviceExports
-from .exports_fence import FenceExports
-from .fence import HalFence
+from .fence import HalFence, HalSemaphore
 from .formats import FormatPolicy
 from .file import HalFile
+from . import native
 from ...vm.objects import NativeObject, register_type
 
 HAL_MODULE_VERSION = 7
@@ -37,11 +39,7 @@ class HalEvent(NativeObject):
     type_name = "hal.event"
 
 
-class HalSemaphore(NativeObject):
-    type_name = "hal.semaphore"
-
-
-class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, NativeModule):
+class HalModule(DeviceExports, BufferExports, CommandExports, NativeModule):
     name = "hal"
     version = HAL_MODULE_VERSION
     ref_types = (HalAllocator, HalBuffer, HalBufferView, HalChannel, HalCommandBuffer, HalDevice, HalEvent,
@@ -62,6 +60,9 @@ class HalModule(DeviceExports, BufferExports, CommandExports, FenceExports, Nati
         self.trace_sink = trace_sink
         self.devices = list(devices) if devices else \
             [HalDevice.new(self.loader, self.runner, policy or FormatPolicy.for_program(None))]
+
+    def native_functions(self) -> dict[str, tuple[str, int]]:
+        return native.exports()
 
     @property
     def device(self) -> HalDevice:

@@ -4,25 +4,50 @@ A finalized command buffer's consecutive dispatches with static grids form a seg
 first execution resolves every binding against the binding table exactly as a dispatch
 executed from Python would (the same checks, so the same errors) and hands the runner
 the dispatches with arguments of their own (`PreparedDispatch`). What that resolution
-depended on, per table slot used, is the slot's buffer length, range and access; while
-later tables agree on those, every binding lies at the same offset from its slot's first
-byte, so an execution only computes the slots' base addresses.
+depended on, per table slot used, is the slot's buffer length, range and access (the
+signature); while later tables agree on those, every binding lies at the same offset from
+its slot's first byte, so an execution only computes the slots' base addresses.
 
-Anything unusual (a table that differs, a busy segment: the same command buffer executed
-on two threads at once, a runner without native replay) runs the dispatches from Python,
-which raises whatever error the table deserves at the dispatch that hits it.
+That check and the run are native (execute.ll): an execution takes one of the segment's
+replicas (each a prepared sequence with arguments of its own, so executions on several
+threads at once each get one), compares the table's signature with the replica's and runs
+its sequence. Python is called back only to prepare a replica (the first execution, a table
+that differs), when no replica is free or a slot is missing (the dispatches then run from
+Python, which raises whatever error the table deserves at the dispatch that hits it), when a
+kernel kept or changed its arguments, and to turn a failed run into its exception.
 """
 
 from __future__ import annotations
 
 import ctypes
-import threading
 
 from ....errors import Error
-from . import types as t
 from ...exec.dispatch import PreparedDispatch, PreparedFill
 from ...exec.dispatch_args import DispatchArgs, view_access
+from ...exec.runner import failure
+from ...native import layout
+from . import types as t
 from .commands import DispatchCommand, FillCommand
+
+REPLICAS = 4  # prepared sequences per segment: executions at once beyond it run from Python
+_SegmentT, _ReplicaT = layout.CTYPES["Segment"], layout.CTYPES["Replica"]
+
+
+class Replica:
+    """One prepared sequence of a segment, the signature it was prepared for and the bases
+    an execution fills (`struct`: what native code reads)."""
+
+    def __init__(self, struct, slots: int):
+        self.struct = struct
+        self.signature = (ctypes.c_uint64 * max(1, 4 * slots))()
+        self.bases = (ctypes.c_uint64 * max(1, slots))()
+        struct.signature, struct.bases = ctypes.addressof(self.signature), ctypes.addressof(self.bases)
+        self.sequence = None
+        self.args: list = []  # per step: (command, its DispatchArgs), None for a fill
+
+    def drop(self) -> None:
+        self.struct.valid, self.struct.sequence = 0, None
+        self.sequence = None
 
 
 class DispatchSegment:
@@ -34,64 +59,79 @@ class DispatchSegment:
         self.runner = runner
         slots = sorted({ref.slot for c in commands for ref in _refs(c) if ref.ref is None})
         self._index = {slot: k for k, slot in enumerate(slots)}  # table slot -> bases index
-        self._bases = (ctypes.c_uint64 * max(1, len(slots)))()
-        self._signature = None
-        self._sequence = None
-        self._args: list = []  # per step: (command, its DispatchArgs), None for a fill
+        self._slots = (ctypes.c_uint64 * max(1, len(slots)))(*slots)
+        self._replica_structs = (_ReplicaT * REPLICAS)()
+        self.replicas = [Replica(r, len(slots)) for r in self._replica_structs]
+        self.struct = _SegmentT(slots=ctypes.addressof(self._slots), slot_count=len(slots),
+                                replicas=ctypes.addressof(self._replica_structs), replica_count=REPLICAS,
+                                runner=getattr(runner, "address", None))  # its index: hal.program sets it
+        self.address = ctypes.addressof(self.struct)
         self._native = True  # False once the runner declined: Python from then on
-        self._lock = threading.Lock()
 
-    def execute(self, table, device) -> None:
-        if not (self._native and self._lock.acquire(blocking=False)):
+    # --- what native code calls back for (a replica held, or -1: none free) -------------------
+
+    def run(self, replica: int, table, device) -> None:
+        """Prepares replica `replica` for `table` and runs it, or runs the dispatches from Python."""
+        r = self.replicas[replica] if replica >= 0 and self._native else None
+        if r is None or not self._signature_of(table, r):
             return self._python(table, device)
+        r.sequence = self._prepare(table, r)
+        if r.sequence is None:
+            r.drop()
+            return self._python(table, device)
+        r.struct.sequence, r.struct.valid = r.sequence.address, 1
         try:
-            signature = self._signature_of(table)
-            if signature is None:
-                return self._python(table, device)
-            if signature != self._signature or self._sequence is None:
-                self._sequence, self._signature = self._prepare(table), signature
-                if self._sequence is None:
-                    return self._python(table, device)
-            try:
-                self._sequence.run(self._bases)
-            finally:
-                touched = self._sequence.touched()
-                if touched:
-                    self._release(touched, table)
+            self.runner.run_sequence(r.sequence, r.bases)
         finally:
-            self._lock.release()
+            self.release(replica, table)
+
+    def failure(self, replica: int) -> BaseException:
+        """The exception of replica `replica`'s failed native run."""
+        return failure(self.replicas[replica].sequence)
+
+    def release(self, replica: int, table) -> None:
+        """After a run: kernels that kept or changed their arguments get their views' real
+        origins, and the replica is prepared afresh next time."""
+        r = self.replicas[replica]
+        touched = r.sequence.touched() if r.sequence is not None else []
+        if touched:
+            for i in touched:
+                command, args = r.args[i]
+                args.give_origins([(ref.ref if ref.ref is not None else table[ref.slot][0]).memory
+                                   for ref in command.bindings])
+            r.drop()
+
+    # --- preparing ----------------------------------------------------------------------------
 
     def _python(self, table, device) -> None:
         for command in self.commands:
             command.execute(table, device)
 
-    def _signature_of(self, table) -> tuple | None:
-        """What binding resolution depends on, per slot used; fills the slots' base addresses.
-        None when a slot is missing or empty (Python raises the error)."""
-        parts = []
+    def _signature_of(self, table, r: Replica) -> bool:
+        """Writes the table's signature and slot bases into `r`; False when a slot is missing
+        or empty (Python raises the error)."""
         for slot, k in self._index.items():
             if slot >= len(table):
-                return None
+                return False
             ref, base, length = table[slot]
             if ref is None:
-                return None
-            buffer = ref.payload
-            parts.append((buffer.byte_length, base, length, buffer.allowed_access))
-            self._bases[k] = buffer.memory.data_address + buffer.byte_offset + base
-        return tuple(parts)
+                return False
+            r.signature[4 * k:4 * k + 4] = [ref.byte_length, base, length, ref.allowed_access]
+            r.bases[k] = ref.data_address + base
+        return True
 
-    def _prepare(self, table):
+    def _prepare(self, table, r: Replica):
         """The runner's sequence for this table's layout, or None (Python runs this one)."""
-        steps, self._args = [], []
+        steps, r.args = [], []
         try:
             for command in self.commands:
                 if isinstance(command, FillCommand):
-                    fill = self._fill(command, table)
+                    fill = self._fill(command, table, r)
                     if fill is not None:
                         steps.append(fill)
-                        self._args.append(None)
+                        r.args.append(None)
                     continue
-                step = self._dispatch(command, table)
+                step = self._dispatch(command, table, r)
                 if step is None:
                     return None
                 steps.append(step)
@@ -102,14 +142,14 @@ class DispatchSegment:
             self._native = False
         return sequence
 
-    def _place(self, ref, address: int) -> tuple[int, int]:
+    def _place(self, ref, address: int, r: Replica) -> tuple[int, int]:
         """(slot index or -1, offset from that slot's base or the address itself)."""
         if ref.ref is not None:
             return -1, address
         k = self._index[ref.slot]
-        return k, address - self._bases[k]
+        return k, address - r.bases[k]
 
-    def _fill(self, command, table) -> PreparedFill | None:
+    def _fill(self, command, table, r: Replica) -> PreparedFill | None:
         buffer, offset, length = command.target.resolve(table)
         if buffer is None:
             raise Error("fill target is NULL")  # Python raises IREE's error
@@ -117,9 +157,9 @@ class DispatchSegment:
         if target is None:
             return None  # nothing to fill
         address, n = target
-        return PreparedFill((*self._place(command.target, address), n), command.pattern, command.pattern_length)
+        return PreparedFill((*self._place(command.target, address, r), n), command.pattern, command.pattern_length)
 
-    def _dispatch(self, command, table) -> PreparedDispatch | None:
+    def _dispatch(self, command, table, r: Replica) -> PreparedDispatch | None:
         entry = command.executable.payload.entry(command.function_id)
         args = DispatchArgs(len(command.bindings), entry.local_memory_size)
         views = []
@@ -129,19 +169,10 @@ class DispatchSegment:
                 return None
             address, n = buffer.map_range(offset, length, 0)
             access = view_access(bool(buffer.allowed_access & t.ACCESS_WRITE))
-            views.append((args.views[i].addr, *self._place(ref, address), n, access))
-        self._args.append((command, args))
+            views.append((args.views[i].addr, *self._place(ref, address, r), n, access))
+        r.args.append((command, args))
         return PreparedDispatch(entry.function, command.workgroup_count, command.constant_buffer,
                                 args.local, args.list, tuple(views))
-
-    def _release(self, touched: list[int], table) -> None:
-        """Kernels that kept or changed their arguments: the views they can reach get their
-        real origins, and the next execution prepares fresh arguments."""
-        for i in touched:
-            command, args = self._args[i]
-            args.give_origins([(ref.ref if ref.ref is not None else table[ref.slot][0]).payload.memory
-                               for ref in command.bindings])
-        self._sequence = None
 
 
 def _refs(command) -> tuple:
@@ -159,7 +190,7 @@ def segments(commands: list) -> list:
         if any(isinstance(c, DispatchCommand) for c in run):
             out.append(DispatchSegment(list(run), runner))
         else:
-            out.extend(run)  # fills alone stay in Python
+            out.extend(run)  # fills alone run as fills
         run.clear()
 
     for command in commands:

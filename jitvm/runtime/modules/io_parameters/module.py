@@ -13,9 +13,8 @@ import struct
 
 from ...native import layout
 from ...vm.interface import NativeModule, export
-from ...vm.objects import VmBuffer, VmList
+from ...vm.objects import NativeObject, VmBuffer, VmList
 from ..hal import types as t
-from ..hal.allocator import canonical_params
 from ..hal.buffer import ALLOCATION_ALIGNMENT, HalBuffer
 from ..hal.device import HalDevice
 from ..hal.errors import buffer_string, deref, deref_or_null, deref_vm_buffer, hal_error
@@ -112,7 +111,7 @@ class IoParametersModule(NativeModule):
                   memory_types: int, usage: int):
         if entry.is_file and buffer_offset == 0 and entry.handle.readable and \
                 (entry.handle.address + entry.offset + parameter_offset) % ALLOCATION_ALIGNMENT == 0:
-            return _import(entry, parameter_offset, length, memory_types, usage)
+            return _import(dev, entry, parameter_offset, length, memory_types, usage)
         buffer = dev.allocator.allocate(memory_types, usage, buffer_offset + length)
         buffer.payload.write(buffer_offset, entry.read(parameter_offset, length))
         return buffer
@@ -144,16 +143,27 @@ class IoParametersModule(NativeModule):
         dev.queue_op("io_parameters.scatter", w, s, run)
 
 
-def _import(entry: ParameterEntry, parameter_offset: int, length: int, memory_types: int, usage: int):
-    """A device buffer aliasing the entry's bytes in the mapped file (kept alive by the buffer).
-    Only where they start 64-byte aligned, as every device buffer does: code compiled for
-    llvm-cpu loads bindings with aligned vector instructions (a .safetensors tensor may sit
-    at any multiple of 8; it is copied instead)."""
+class _Mapping(NativeObject):
+    """A parameter file's mapping as a ref: the origin of every buffer aliasing it, so the
+    mapping lives as long as the last of them (natively counted)."""
+
+    type_name = "io_parameters.mapping"
+
+    def __init__(self, handle):
+        self.handle = handle
+
+
+def _import(dev: HalDevice, entry: ParameterEntry, parameter_offset: int, length: int, memory_types: int,
+            usage: int):
+    """A device buffer aliasing the entry's bytes in the mapped file, imported by the device's
+    allocator (hal.allocator.import's rules: read-only files for constant usage). Only where
+    they start 64-byte aligned, as every device buffer does: code compiled for llvm-cpu loads
+    bindings with aligned vector instructions (a .safetensors tensor may sit at any multiple
+    of 8; it is copied instead)."""
     writable = entry.handle.writable
     flags = layout.BUFFER_ORIGIN_HOST | (layout.BUFFER_MUTABLE if writable else 0)
     address = entry.handle.address + entry.offset + parameter_offset if length else 0
-    memory = VmBuffer.wrap_memory(address, length, flags, None)
-    memory_type, usage, _ = canonical_params(memory_types, usage)
-    ref = HalBuffer.wrap(memory, memory_type, t.ACCESS_ALL if writable else t.ACCESS_READ, usage)
-    ref.payload.keepalive = entry.handle  # the mapping outlives every buffer aliasing it
-    return ref
+    memory = VmBuffer.wrap_memory(address, length, flags, _Mapping.new(entry.handle))
+    if not writable:
+        usage |= t.USAGE_SHARING_IMMUTABLE
+    return dev.allocator.import_buffer(memory_types, usage, memory, 0, length)
