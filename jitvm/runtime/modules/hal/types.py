@@ -197,15 +197,8 @@ def ml_dtypes_by_name() -> dict[str, object]:
             "f8E8M0FNU": ml_dtypes.float8_e8m0fnu}
 
 
-_ML_ELEMENTS = {"bf16": element_type(NUMERICAL_FLOAT_BRAIN, 16), "f8E5M2": element_type(NUMERICAL_FLOAT_8_E5M2, 8),
-                "f8E4M3FN": element_type(NUMERICAL_FLOAT_8_E4M3_FN, 8),
-                "f8E5M2FNUZ": element_type(NUMERICAL_FLOAT_8_E5M2_FNUZ, 8),
-                "f8E4M3FNUZ": element_type(NUMERICAL_FLOAT_8_E4M3_FNUZ, 8),
-                "f8E8M0FNU": element_type(NUMERICAL_FLOAT_8_E8M0_FNU, 8)}
-
-
 def _ml_numpy() -> list[tuple[int, object]]:
-    return [(_ML_ELEMENTS[name], dt) for name, dt in ml_dtypes_by_name().items()]
+    return [(MLIR_ELEMENT_TYPES[name], dt) for name, dt in ml_dtypes_by_name().items()]  # defined below; called lazily
 
 
 NUMPY_OF_ELEMENT = ExtendedOnMiss({et: np.dtype(dt) for et, dt in _NUMPY},
