@@ -103,7 +103,8 @@ def compile_file(source: Path, flags: list[str], name: str, log=print) -> Path:
 
 def compile_model(spec: ModelSpec, target: str, extra_flags: tuple[str, ...] = (), log=print) -> Path:
     """The model compiled for `target` ("vmvx" or "llvm-cpu"), from the cache when possible."""
-    return compile_file(mlir_file(spec, log), TARGETS[target] + list(extra_flags), f"{spec.name}-{target}", log)
+    flags = TARGETS[target] + list(spec.compile_flags) + list(extra_flags)
+    return compile_file(mlir_file(spec, log), flags, f"{spec.name}-{target}", log)
 
 
 def dump(spec: ModelSpec, target: str, kind: str, log=print) -> Path:
@@ -115,7 +116,7 @@ def dump(spec: ModelSpec, target: str, kind: str, log=print) -> Path:
     extra = {"binaries": ["--iree-hal-dump-executable-binaries-to={dir}"],
              "benchmarks": ["--iree-hal-dump-executable-benchmarks-to={dir}"],
              "stream": ["--compile-to=stream", "--mlir-elide-elementsattrs-if-larger=16"]}[kind]
-    flags = TARGETS[target] + extra
+    flags = TARGETS[target] + list(spec.compile_flags) + extra
     out = CACHE / "dumps" / f"{spec.name}-{target}-{kind}-{compile_key(source, flags)[:16]}"
     if not out.exists():
         tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")

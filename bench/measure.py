@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 
@@ -64,7 +65,12 @@ def run(job: dict) -> dict:
         info["stats"] = dict(STATS)
     return {**info, "load_s": loaded - start, "first_call_s": first, "iterations": runs[0].iterations,
             "per_call_s": [r.real / r.iterations for r in runs], "cpu_per_call_s": [r.cpu / r.iterations for r in runs],
-            "pid": os.getpid()}
+            "pid": os.getpid(), "peak_rss_bytes": _peak_rss_bytes()}
+
+
+def _peak_rss_bytes() -> int:
+    """The process's high-water resident set (Linux reports ru_maxrss in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 
 if __name__ == "__main__":

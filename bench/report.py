@@ -98,6 +98,12 @@ def markdown(results: dict) -> str:
                      str(stats.get("llvm_functions", "-")), str(stats.get("fallback_functions", 0))])
     out += _table(["model", "cold load", "cached load", "first call", "functions compiled",
                    "functions interpreted (fallback)"], rows)
+    out += ["", "## Peak resident memory", "", "Each configuration's process high-water RSS (ru_maxrss) after "
+            "loading, calling and timing the model; the inputs and outputs held by the runner are in every column.", ""]
+    out += _table(["model"] + [c["label"] for c in columns],
+                  [[m["name"]] + [f"{cfg['peak_rss_bytes'] / 1e6:.0f} MB" if "peak_rss_bytes" in cfg else "-"
+                                  for cfg in (m["configs"].get(c["key"], {}) for c in columns)]
+                   for m in results["models"]])
     out += ["", "## Samples", "", "Repetitions x calls per repetition behind each median, and the cores kept busy "
             "on average (process CPU time / wall time, median): a multi-threaded configuration near 1.0 did not "
             "run in parallel, whether for lack of work to split or of an idle core (see parallel capacity below).",

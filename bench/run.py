@@ -11,6 +11,14 @@ ceiling). The all-cores JIT process starts with an empty JITVM_CACHE_DIR (its lo
 the cold, compiling load); the one-thread process reuses that cache (the cached load).
 Every output is checked against local-sync's. `--rounds` alternates the configurations
 several times and pools their samples, so slow drifts in machine load hit all alike.
+
+`--suite exported` runs the models exported from PyTorch through ONNX (bench/exported/;
+needs torch, the bench extra) against IREE's llvm-cpu on local-sync and local-task. IREE's
+interpreter takes up to minutes per call on them, so it runs once per module and input seed
+and its outputs and time are cached in bench/.cache/reference/ (`--interp-once`, the default
+of that suite). Every configuration reports its process's peak RSS.
+
+    python -m bench.run --suite exported --models minilm_l6 efficientnet_lite0
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import numpy as np
 
 from bench import compare, machine, report
 from bench.build import CACHE, compile_model
+from bench.exported import exported_suite
 from bench.models import ModelSpec, suite
 
 BENCH = Path(__file__).resolve().parent
@@ -58,6 +67,12 @@ COLUMNS = [  # table order
            threads=THREADS, rtol=compare.NATIVE_RTOL),
 ]
 RUN_ORDER = ["interp-sync", "interp-task", "jit-all", "jit-1", "llvm-cpu"]  # jit-all first: the cold load
+EXPORTED_COLUMNS = [COLUMNS[0], COLUMNS[2], COLUMNS[3],
+                    Config("llvm-sync", "IREE llvm-cpu local-sync", "iree", "llvm-cpu", "local-sync",
+                           rtol=compare.NATIVE_RTOL),
+                    COLUMNS[4]]
+EXPORTED_RUN_ORDER = ["interp-sync", "jit-all", "jit-1", "llvm-sync", "llvm-cpu"]
+REFERENCES = CACHE / "reference"
 
 
 def select(specs: dict[str, ModelSpec], names: list[str] | None) -> list[ModelSpec]:
@@ -94,8 +109,25 @@ def _exception_text(stderr: str, limit: int = 600) -> str:
     return text if len(text) <= limit else text[:limit] + " ..."
 
 
+def _cached_reference(job: dict, seed: int, env_extra: dict, timeout: float) -> dict:
+    """The interpreter's run of `job` (one timed call), from REFERENCES when this module and
+    input seed ran before; its outputs are copied to where the job wants them."""
+    stem = REFERENCES / f"{Path(job['vmfb']).stem}-{job['driver']}-seed{seed}"
+    record, outputs = stem.with_suffix(".json"), stem.with_suffix(".npz")
+    if not (record.exists() and outputs.exists()):
+        r = run_job({**job, "repeats": 1, "budget": 0.0}, env_extra, timeout)
+        if "error" in r:
+            return r
+        REFERENCES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(job["outputs"], outputs)
+        record.write_text(json.dumps(r))
+    shutil.copyfile(outputs, job["outputs"])
+    return {**json.loads(record.read_text()), "cached": str(record)}
+
+
 def run_model(spec: ModelSpec, args, work: Path) -> dict:
-    configs = {c.key: c for c in COLUMNS}
+    columns, order = (EXPORTED_COLUMNS, EXPORTED_RUN_ORDER) if args.suite == "exported" else (COLUMNS, RUN_ORDER)
+    configs = {c.key: c for c in columns}
     modules = {t: compile_model(spec, t, log=lambda s: print("  " + s, flush=True)) for t in ("vmvx", "llvm-cpu")}
     work.mkdir(parents=True, exist_ok=True)
     np.savez(work / "inputs.npz", *spec.make_inputs(args.seed))
@@ -103,12 +135,18 @@ def run_model(spec: ModelSpec, args, work: Path) -> dict:
     shutil.rmtree(jit_cache, ignore_errors=True)
     results: dict[str, dict] = {}
     for rnd in range(args.rounds):
-        for key in RUN_ORDER:
+        for key in order:
             c = configs[key]
             job = {"engine": c.engine, "driver": c.driver, "vmfb": str(modules[c.target]), "function": spec.function,
                    "inputs": str(work / "inputs.npz"), "outputs": str(work / f"{key}-{rnd}.npz"),
                    "repeats": args.repeats, "min_time": args.min_time, "budget": args.budget, "threads": c.threads}
-            r = run_job(job, {"JITVM_CACHE_DIR": str(jit_cache)}, args.timeout)
+            env_extra = {"JITVM_CACHE_DIR": str(jit_cache)}
+            if c.engine == "iree" and c.target == "vmvx" and args.interp_once:
+                if rnd:
+                    continue
+                r = _cached_reference(job, args.seed, env_extra, args.timeout)
+            else:
+                r = run_job(job, env_extra, args.timeout)
             if rnd == 0:
                 results[key] = r
             elif "per_call_s" in r and "per_call_s" in results.get(key, {}):
@@ -116,7 +154,9 @@ def run_model(spec: ModelSpec, args, work: Path) -> dict:
                     results[key][samples] += r[samples]
             print(f"  {key:12} " + (f"ERROR {r['error']}" if "error" in r else
                                     f"{np.median(r['per_call_s']) * 1e3:10.3f} ms  (load {r['load_s']:.2f} s, "
-                                    f"{len(r['per_call_s'])} x {r['iterations']})"), flush=True)
+                                    f"{len(r['per_call_s'])} x {r['iterations']}, peak RSS "
+                                    f"{r.get('peak_rss_bytes', 0) / 1e6:.0f} MB{', cached' if r.get('cached') else ''})"),
+                  flush=True)
     _check(spec, configs, results, work)
     shutil.rmtree(jit_cache, ignore_errors=True)
     cold, warm = results.get("jit-all", {}), results.get("jit-1", {})
@@ -143,6 +183,10 @@ def _check(spec: ModelSpec, configs: dict, results: dict, work: Path) -> None:
 
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n\n")[0])
+    p.add_argument("--suite", choices=("kernels", "exported"), default="kernels",
+                   help="kernels: our own MLIR (default); exported: PyTorch models through ONNX (bench/exported)")
+    p.add_argument("--interp-once", action=argparse.BooleanOptionalAction, default=None,
+                   help="run IREE's interpreter once per module and seed, cached (default: on for --suite exported)")
     p.add_argument("--models", nargs="*", help="model names or prefixes (default: all; --quick: a few)")
     p.add_argument("--repeats", type=int, help="timed repetitions per configuration (default 5, --quick 3)")
     p.add_argument("--resolution", type=int, help="resnet50-style input size (default 64, --quick 32)")
@@ -160,7 +204,9 @@ def parse_args(argv):
     args.resolution = args.resolution or (32 if args.quick else 64)
     args.min_time = args.min_time or (0.05 if args.quick else 0.2)
     args.out = args.out or (CACHE / "quick-results" if args.quick else BENCH / "results")
-    if args.quick and not args.models:
+    if args.interp_once is None:
+        args.interp_once = args.suite == "exported"
+    if args.quick and not args.models and args.suite == "kernels":
         args.models = list(QUICK_MODELS)
     return args
 
@@ -168,7 +214,7 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    specs = suite(args.resolution)
+    specs = exported_suite() if args.suite == "exported" else suite(args.resolution)
     chosen = select(specs, args.models)
     facts = machine.facts()
     work = CACHE / "runs" / time.strftime("%Y%m%d-%H%M%S")
@@ -177,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{spec.name}", flush=True)
         models.append(run_model(spec, args, work / spec.name))
     results = {"command": "python -m bench.run " + shlex.join(argv), "facts": facts,
-               "columns": [{"key": c.key, "label": c.label} for c in COLUMNS], "models": models,
+               "columns": [{"key": c.key, "label": c.label} for c in (EXPORTED_COLUMNS if args.suite == "exported" else COLUMNS)],
+               "models": models,
                "notes": [f"IREE local-task uses --task_topology_group_count={THREADS}; jitvm's dispatch threads "
                          "are set with jitvm.load(..., threads=N); inputs are numpy arrays passed on every call, outputs fetched to numpy "
                          "inside the timed call, for every configuration alike",

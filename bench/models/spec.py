@@ -14,7 +14,8 @@ class ModelSpec:
 
     `exact`: results must be bit-identical between VM interpreters and the JIT (true unless
     the model calls transcendental functions whose libm implementations may differ).
-    `params` names the generator's arguments: together with the generator sources they key
+    `compile_flags`: what iree-compile needs besides the target's flags (ONNX imports:
+    `--iree-input-type=onnx`). `params` names the generator's arguments: together with the generator sources they key
     the caches, so `build` (which may write 200 MB) runs only when something changed.
     """
 
@@ -25,6 +26,7 @@ class ModelSpec:
     params: dict = field(default_factory=dict, compare=False)
     exact: bool = True
     flops: int = 0
+    compile_flags: tuple[str, ...] = ()  # iree-compile flags of every target (e.g. the input dialect)
 
     def make_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """Seeded standard-normal inputs, the same in every process."""
