@@ -5,7 +5,7 @@ sources (so a 200 MB ResNet text is written once); .vmfb files by the MLIR's con
 the target flags and iree-compile's version. Entries are written to a temporary name
 and renamed, so an interrupted build never leaves a truncated file behind.
 
-    python -m bench.build [--models NAME ...] [--targets vmvx llvm-cpu] [--resolution 64]
+    python -m bench.build [--models NAME ...] [--targets vmvx llvm-cpu] [--resolution 64] [--suite exported]
 """
 
 from __future__ import annotations
@@ -138,8 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", nargs="*", help="model names (default: the whole suite)")
     p.add_argument("--targets", nargs="*", default=list(TARGETS), choices=list(TARGETS))
     p.add_argument("--resolution", type=int, default=64, help="resnet50 input size (default 64)")
+    p.add_argument("--suite", choices=("kernels", "exported"), default="kernels",
+                   help="exported: the PyTorch models of bench/exported (needs torch)")
     args = p.parse_args(argv)
-    specs = suite(args.resolution)
+    from bench.exported import exported_suite
+
+    specs = exported_suite() if args.suite == "exported" else suite(args.resolution)
     for name in args.models or specs:
         for target in args.targets:
             print(compile_model(specs[name], target))
