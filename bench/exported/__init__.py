@@ -24,7 +24,8 @@ def _source_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def _exported(name: str, model: str, kwargs: dict, inputs: list[tuple[int, ...]], flops: int) -> ModelSpec:
+def _exported(name: str, model: str, kwargs: dict, inputs: list[tuple[int, ...]], flops: int,
+              fold_constants: bool = True) -> ModelSpec:
     def build() -> str:
         import torch
 
@@ -32,12 +33,13 @@ def _exported(name: str, model: str, kwargs: dict, inputs: list[tuple[int, ...]]
         from bench.exported.export import export_mlir, seeded
 
         module = seeded(lambda: getattr(torch_models, model)(**kwargs))
-        return export_mlir(module, tuple(torch.zeros(s) for s in inputs))
+        return export_mlir(module, tuple(torch.zeros(s) for s in inputs), fold_constants)
 
     from bench.exported.export import COMPILE_FLAGS
 
     return ModelSpec(name, "main_graph", tuple((s, "float32") for s in inputs), build,
-                     params={"model": model, "kwargs": kwargs, "inputs": inputs, "source": _source_digest()},
+                     params={"model": model, "kwargs": kwargs, "inputs": inputs, "source": _source_digest(),
+                             "fold_constants": fold_constants},
                      flops=flops, compile_flags=COMPILE_FLAGS)
 
 
@@ -66,7 +68,7 @@ def gpt2_step(name="gpt2_step", layers=2, width=768, heads=12, cache=128) -> Mod
 
 def qmatmul(bits: int, m=16, k=2048, n=2048, group=128, name=None) -> ModelSpec:
     return _exported(name or f"qmatmul_int{bits}", "QuantMatmul", dict(k=k, n=n, bits=bits, group=group),
-                     [(m, k)], 2 * m * k * n)
+                     [(m, k)], 2 * m * k * n, fold_constants=False)  # the weights stay quantized
 
 
 def exported_suite() -> dict[str, ModelSpec]:

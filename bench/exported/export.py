@@ -43,12 +43,15 @@ def seeded(make, seed: int = 0):
     return module
 
 
-def to_onnx(module, example_inputs: tuple, path: Path) -> Path:
+def to_onnx(module, example_inputs: tuple, path: Path, fold_constants: bool = True) -> Path:
+    """`fold_constants=False` keeps computations on constants in the graph (quantized
+    weights stay int8/int4 with their dequantisation, instead of folded to float)."""
     import torch
 
     names = [f"input{i}" for i in range(len(example_inputs))]
     with torch.no_grad():
-        torch.onnx.export(module, example_inputs, str(path), dynamo=False, opset_version=OPSET, input_names=names)
+        torch.onnx.export(module, example_inputs, str(path), dynamo=False, opset_version=OPSET, input_names=names,
+                          do_constant_folding=fold_constants)
     return path
 
 
@@ -59,8 +62,8 @@ def onnx_to_mlir(onnx_path: Path, mlir_path: Path) -> Path:
     return mlir_path
 
 
-def export_mlir(module, example_inputs: tuple) -> str:
+def export_mlir(module, example_inputs: tuple, fold_constants: bool = True) -> str:
     """The module's MLIR text through ONNX (intermediate files in a temporary directory)."""
     with tempfile.TemporaryDirectory(prefix="jitvm-export-") as tmp:
-        onnx_path = to_onnx(module, example_inputs, Path(tmp) / "model.onnx")
+        onnx_path = to_onnx(module, example_inputs, Path(tmp) / "model.onnx", fold_constants)
         return onnx_to_mlir(onnx_path, Path(tmp) / "model.mlir").read_text()
