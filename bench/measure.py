@@ -69,7 +69,15 @@ def run(job: dict) -> dict:
 
 
 def _peak_rss_bytes() -> int:
-    """The process's high-water resident set (Linux reports ru_maxrss in KiB)."""
+    """This program's high-water resident set: Linux's VmHWM (ru_maxrss would keep the
+    high-water mark of the parent that forked this process, carried across exec)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 
 

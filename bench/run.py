@@ -121,6 +121,7 @@ def _cached_reference(job: dict, seed: int, env_extra: dict, timeout: float) -> 
         REFERENCES.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(job["outputs"], outputs)
         record.write_text(json.dumps(r))
+        return r
     shutil.copyfile(outputs, job["outputs"])
     return {**json.loads(record.read_text()), "cached": str(record)}
 
