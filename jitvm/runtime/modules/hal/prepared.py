@@ -23,6 +23,7 @@ import ctypes
 
 from ....errors import Error
 from ...exec.dispatch import PreparedDispatch, PreparedFill
+from ...exec.library import PreparedLibraryDispatch
 from ...exec.dispatch_args import DispatchArgs, view_access
 from ...exec.runner import failure
 from ...native import layout
@@ -159,8 +160,11 @@ class DispatchSegment:
         address, n = target
         return PreparedFill((*self._place(command.target, address, r), n), command.pattern, command.pattern_length)
 
-    def _dispatch(self, command, table, r: Replica) -> PreparedDispatch | None:
-        entry = command.executable.payload.entry(command.function_id)
+    def _dispatch(self, command, table, r: Replica) -> PreparedDispatch | PreparedLibraryDispatch | None:
+        exe = command.executable.payload
+        if exe.is_library:
+            return self._library_dispatch(command, exe, table, r)
+        entry = exe.entry(command.function_id)
         args = DispatchArgs(len(command.bindings), entry.local_memory_size)
         views = []
         for i, ref in enumerate(command.bindings):
@@ -173,6 +177,22 @@ class DispatchSegment:
         r.args.append((command, args))
         return PreparedDispatch(entry.function, command.workgroup_count, command.constant_buffer,
                                 args.local, args.list, tuple(views))
+
+
+    def _library_dispatch(self, command, exe, table, r: Replica) -> PreparedLibraryDispatch | None:
+        """An llvm-cpu export's dispatch: its binding pointers are patched per run."""
+        bindings = []
+        for ref in command.bindings:
+            buffer, offset, length = ref.resolve(table)
+            if buffer is None:
+                return None
+            address, n = buffer.map_range(offset, length, 0)
+            bindings.append((*self._place(ref, address, r), n))
+        r.args.append(None)
+        constants = command.constant_buffer
+        return PreparedLibraryDispatch(exe.library_entries[command.function_id], command.workgroup_count,
+                                       constants.data_address if command.constants else 0, tuple(bindings),
+                                       keep=(constants, command.executable))
 
 
 def _refs(command) -> tuple:
