@@ -3,7 +3,8 @@
 A finalized command buffer's consecutive dispatches with static grids form a segment. Its
 first execution resolves every binding against the binding table exactly as a dispatch
 executed from Python would (the same checks, so the same errors) and hands the runner
-the dispatches with arguments of their own (`PreparedDispatch`). What that resolution
+the dispatches with arguments of their own (`PreparedDispatch`; an llvm-cpu library export's
+is a `PreparedLibraryDispatch`, whose binding pointers native code patches per run). What that resolution
 depended on, per table slot used, is the slot's buffer length, range and access (the
 signature); while later tables agree on those, every binding lies at the same offset from
 its slot's first byte, so an execution only computes the slots' base addresses.
