@@ -1,0 +1,206 @@
+"""Vector forms of the host libm's float functions, bit for bit.
+
+IREE's runtime evaluates vm.exp.f32 etc. with the C library's expf. JIT code calls the same
+function, one call per element, and a loop around such a call does not vectorise. This
+module builds, in LLVM IR, vector versions of those functions that follow the host libm's
+algorithm operation by operation (glibc 2.28+ on x86_64 with FMA: ARM's optimized-routines
+float functions, double-precision evaluation over a small table, the multiply-adds the FMA
+build contracts), so each lane's result is the one the scalar call returns. Lanes the fast
+path does not cover (NaN, infinities, overflow and underflow ranges) are recomputed with the
+scalar call itself.
+
+Lowering calls `SCALAR_NAME[name]`, a pure module-local wrapper of the libm call carrying
+LLVM's `vector-function-abi-variant` attribute, so the loop vectoriser may replace it with
+the vector forms defined next to it. Whether the host's libm is the one reproduced is
+checked once per process (`available`): the vector forms are compiled and compared with
+the scalar calls on a probe set; any difference and lowering keeps plain libm calls.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import struct
+from functools import lru_cache
+
+WIDTHS = (4, 8)
+ENV_SWITCH = "JITVM_VECTOR_MATH"  # "0": plain libm calls (for benchmarks and bisecting)
+
+# glibc's __exp2f_data (sysdeps/ieee754/flt-32/e_exp2f_data.c): 2^(i/32) as doubles, less i << 47.
+_EXP2F_TABLE = (
+    0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f, 0x3fef9301d0125b51,
+    0x3fef72b83c7d517b, 0x3fef54873168b9aa, 0x3fef387a6e756238, 0x3fef1e9df51fdee1,
+    0x3fef06fe0a31b715, 0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+    0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429, 0x3feea47eb03a5585,
+    0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74, 0x3feea11473eb0187, 0x3feea589994cce13,
+    0x3feeace5422aa0db, 0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+    0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c, 0x3fef3720dcef9069,
+    0x3fef5818dcfba487, 0x3fef7c97337b9b5f, 0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+)
+_EXP2F_N = 32
+_EXP2F_SHIFT = float.fromhex("0x1.8p+52")
+_EXP2F_POLY = tuple(float.fromhex(c) for c in ("0x1.c6af84b912394p-5", "0x1.ebfce50fac4f3p-3", "0x1.62e42ff0c52d6p-1"))
+_INVLN2 = float.fromhex("0x1.71547652b82fep+0")
+
+
+def _d(value: float) -> str:
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+class _Lines:
+    """IR text of one vector function: numbered temporaries, splat constants."""
+
+    def __init__(self, width: int):
+        self.w = width
+        self.lines: list[str] = []
+        self.n = 0
+
+    def t(self, elem: str) -> str:
+        return f"<{self.w} x {elem}>"
+
+    def splat(self, elem: str, value: str) -> str:
+        return f"splat ({elem} {value})"
+
+    def op(self, text: str) -> str:
+        self.n += 1
+        name = f"%v{self.n}"
+        self.lines.append(f"  {name} = {text}")
+        return name
+
+
+def _expf_fast(L: _Lines, x: str) -> tuple[str, str]:
+    """glibc expf's main path on every lane; returns (result, lanes needing the scalar call)."""
+    w, f32, f64, i32, i64 = L.w, L.t("float"), L.t("double"), L.t("i32"), L.t("i64")
+    fma = f"@llvm.fma.v{w}f64"
+    bits = L.op(f"bitcast {f32} {x} to {i32}")
+    top = L.op(f"lshr {i32} {bits}, {L.splat('i32', '20')}")
+    abstop = L.op(f"and {i32} {top}, {L.splat('i32', '2047')}")
+    special = L.op(f"icmp ugt {i32} {abstop}, {L.splat('i32', str(0x42a))}")  # |x| >= 88 or NaN
+    xd = L.op(f"fpext {f32} {x} to {f64}")
+    invln2n = L.splat("double", _d(_INVLN2 * _EXP2F_N))
+    shift = L.splat("double", _d(_EXP2F_SHIFT))
+    kd0 = L.op(f"call {f64} {fma}({f64} {invln2n}, {f64} {xd}, {f64} {shift})")
+    ki = L.op(f"bitcast {f64} {kd0} to {i64}")
+    kd = L.op(f"fsub {f64} {kd0}, {shift}")
+    nkd = L.op(f"fneg {f64} {kd}")
+    r = L.op(f"call {f64} {fma}({f64} {invln2n}, {f64} {xd}, {f64} {nkd})")
+    idx = L.op(f"and {i64} {ki}, {L.splat('i64', '31')}")
+    ptrs = L.op(f"getelementptr i64, ptr @jv.exp2f.table, {i64} {idx}")
+    tab = L.op(f"call {i64} @llvm.masked.gather.v{w}i64.v{w}p0(<{w} x ptr> {ptrs}, i32 8, "
+               f"<{w} x i1> {L.splat('i1', 'true')}, {i64} poison)")
+    hi = L.op(f"shl {i64} {ki}, {L.splat('i64', '47')}")
+    tbits = L.op(f"add {i64} {tab}, {hi}")
+    s = L.op(f"bitcast {i64} {tbits} to {f64}")
+    c0, c1, c2 = (L.splat("double", _d(c / _EXP2F_N ** (3 - i))) for i, c in enumerate(_EXP2F_POLY))
+    z = L.op(f"call {f64} {fma}({f64} {r}, {f64} {c0}, {f64} {c1})")
+    r2 = L.op(f"fmul {f64} {r}, {r}")
+    y = L.op(f"call {f64} {fma}({f64} {r}, {f64} {c2}, {f64} {L.splat('double', '1.0')})")
+    y = L.op(f"call {f64} {fma}({f64} {z}, {f64} {r2}, {f64} {y})")
+    y = L.op(f"fmul {f64} {y}, {s}")
+    out = L.op(f"fptrunc {f64} {y} to {f32}")
+    return out, special
+
+
+_FAST = {"expf": _expf_fast}
+_GLOBALS = {"expf": (
+    "@jv.exp2f.table = internal unnamed_addr constant [32 x i64] ["
+    + ", ".join(f"i64 {v}" for v in _EXP2F_TABLE) + "], align 8"),
+}
+FUNCTIONS = tuple(_FAST)  # the libm functions with vector forms
+SCALAR_NAME = {name: f"jv.{name}" for name in FUNCTIONS}
+
+
+def vector_name(name: str, width: int) -> str:
+    return f"jv.{name}.v{width}"
+
+
+def _vector_function(name: str, width: int) -> str:
+    """`name`'s vector form: the fast path on all lanes, then the scalar call on the lanes it
+    does not cover (a branch taken only when one does)."""
+    L = _Lines(width)
+    f32 = L.t("float")
+    out, special = _FAST[name](L, "%x")
+    anyslow = L.op(f"call i1 @llvm.vector.reduce.or.v{width}i1(<{width} x i1> {special})")
+    body = [f"define internal {f32} @{vector_name(name, width)}({f32} %x) nounwind {{", "entry:"]
+    body += L.lines
+    body.append(f"  br i1 {anyslow}, label %slow0, label %done, !prof !{{!\"branch_weights\", i32 1, i32 1000}}")
+    acc = out
+    for lane in range(width):
+        body += [
+            f"slow{lane}:",
+            f"  %acc{lane} = phi {f32} [ {acc}, %{'entry' if lane == 0 else f'join{lane - 1}'} ]",
+            f"  %s{lane} = extractelement <{width} x i1> {special}, i32 {lane}",
+            f"  br i1 %s{lane}, label %call{lane}, label %join{lane}",
+            f"call{lane}:",
+            f"  %x{lane} = extractelement {f32} %x, i32 {lane}",
+            f"  %y{lane} = call float @{name}(float %x{lane}) nobuiltin",
+            f"  %ins{lane} = insertelement {f32} %acc{lane}, float %y{lane}, i32 {lane}",
+            f"  br label %join{lane}",
+            f"join{lane}:",
+            f"  %res{lane} = phi {f32} [ %acc{lane}, %slow{lane} ], [ %ins{lane}, %call{lane} ]",
+        ]
+        body.append(f"  br label %{'slow' + str(lane + 1) if lane + 1 < width else 'done'}")
+        acc = f"%res{lane}"
+    body += ["done:", f"  %r = phi {f32} [ {out}, %entry ], [ {acc}, %join{width - 1} ]", f"  ret {f32} %r", "}"]
+    return "\n".join(body).replace(f"slow{width}", "done")
+
+
+def _scalar_wrapper(name: str) -> str:
+    """The function lowering calls: libm's, pure to LLVM (errno is not IREE's concern), never
+    inlined before the vectoriser has seen the variants it names."""
+    variants = ",".join(f"_ZGV_LLVM_N{w}v_{SCALAR_NAME[name]}({vector_name(name, w)})" for w in WIDTHS)
+    return (f"define internal float @{SCALAR_NAME[name]}(float %x) noinline nounwind willreturn "
+            f"memory(none) {{\n  %r = call float @{name}(float %x) nobuiltin\n  ret float %r\n}}\n"
+            f"; variants: {variants}")
+
+
+def call_attributes(name: str) -> str:
+    """The attribute a call of `SCALAR_NAME[name]` carries so the vectoriser knows its forms."""
+    variants = ",".join(f"_ZGV_LLVM_N{w}v_{SCALAR_NAME[name]}({vector_name(name, w)})" for w in WIDTHS)
+    return f'"vector-function-abi-variant"="{variants}"'
+
+
+def definitions(names) -> str:
+    """IR text defining the scalar wrappers and vector forms of `names` (and their tables),
+    kept alive for the vectoriser by llvm.compiler.used."""
+    names = sorted(names)
+    parts, used = [], []
+    for name in names:
+        parts.append(_GLOBALS[name])
+        parts.append(_scalar_wrapper(name))
+        for w in WIDTHS:
+            parts.append(_vector_function(name, w))
+            used.append(f"ptr @{vector_name(name, w)}")
+        parts.append(f"declare float @{name}(float) nounwind")
+    parts.append(f"@llvm.compiler.used = appending global [{len(used)} x ptr] [{', '.join(used)}], "
+                 f'section "llvm.metadata"')
+    return "\n".join(parts) + "\n"
+
+
+def map_function(name: str, symbol: str) -> str:
+    """`void symbol(ptr in, ptr out, i64 n)`: out[i] = name(in[i]) through the wrapper, in a
+    loop the vectoriser turns into vector-form calls (the probe, the tests' exhaustive runs)."""
+    return f"""define void @{symbol}(ptr noalias %in, ptr noalias %out, i64 %n) nounwind {{
+entry:
+  %empty = icmp eq i64 %n, 0
+  br i1 %empty, label %exit, label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %loop ]
+  %p = getelementptr float, ptr %in, i64 %i
+  %x = load float, ptr %p, align 4
+  %y = call float @{SCALAR_NAME[name]}(float %x) {call_attributes(name)}
+  %q = getelementptr float, ptr %out, i64 %i
+  store float %y, ptr %q, align 4
+  %next = add i64 %i, 1
+  %more = icmp ult i64 %next, %n
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}}
+"""
+
+
+def scalar_map_function(name: str, symbol: str) -> str:
+    """The same loop calling libm directly (the reference)."""
+    return map_function(name, symbol).replace(
+        f"call float @{SCALAR_NAME[name]}(float %x) {call_attributes(name)}", f"call float @{name}(float %x) nobuiltin")
