@@ -23,7 +23,7 @@ from ..runtime.native import cache as store, engine, target as targets
 from ..runtime.native.layout import TrapT
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import BytecodeInstance, LoadedModule, describe_frame
-from .llvm import cache, compile_pool, compiler, loader
+from .llvm import cache, compile_pool, compiler, loader, vector_math
 from .module import ModuleLowering, runtime_type_ids, type_table_symbol
 
 STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions, blocked_nests
@@ -92,7 +92,7 @@ class JitBackend:
         """Optimization levels: modules with loops get the full pipeline; straight-line host
         code (run once per call, dominated by imports) is compiled quickly instead."""
         if compiler.has_loops(loaded.verified):
-            return {"speed": self.speed, "codegen": 2, **self.loop_steps}
+            return {"speed": self.speed, "codegen": 2, "vector_math": vector_math.available(), **self.loop_steps}
         return {"speed": 1, "codegen": 0}
 
     def compile(self, loaded: LoadedModule) -> tuple[list[bytes], dict]:
@@ -112,7 +112,7 @@ class JitBackend:
             if self.progress else None
         steps = {n: options[n] for n in
                  ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-                  "parallel_loops") if n in options}
+                  "parallel_loops", "vector_math") if n in options}
         lowered = []
 
         def texts():  # lowered one group at a time, while the workers compile the previous ones

@@ -7,6 +7,7 @@ import re
 from ..verify.model import VerifiedModule
 from .llvm import compiler
 from ..runtime.native import target as targets
+from .llvm import vector_math
 from .module import ModuleLowering
 
 _FUNCTION = re.compile(r"^define .*?@\"?(jv_[0-9a-f]+_f(\d+))\"?\(", re.M)
@@ -15,7 +16,7 @@ _FUNCTION = re.compile(r"^define .*?@\"?(jv_[0-9a-f]+_f(\d+))\"?\(", re.M)
 def lowered_ir(verified: VerifiedModule, optimized: bool = True, target: targets.Target | None = None,
                speed: int = 2) -> str:
     target = target or targets.host()
-    lowered = ModuleLowering(verified, "dump", triple=target.triple).lower()
+    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=vector_math.available()).lower()
     if not optimized:
         return str(lowered)
     return str(compiler.optimize(str(lowered), target, speed))
@@ -41,12 +42,12 @@ def function_ir(verified: VerifiedModule, ordinal: int | None, optimized: bool =
 
 def assembly(verified: VerifiedModule, target: targets.Target | None = None, speed: int = 2) -> str:
     target = target or targets.host()
-    lowered = ModuleLowering(verified, "dump", triple=target.triple).lower()
+    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=vector_math.available()).lower()
     mod = compiler.optimize(str(lowered), target, speed)
     return compiler.emit_assembly(mod, target)
 
 
 def object_code(verified: VerifiedModule, target: targets.Target, speed: int = 2, codegen: int = 2) -> bytes:
-    lowered = ModuleLowering(verified, "obj", triple=target.triple).lower()
+    lowered = ModuleLowering(verified, "obj", triple=target.triple, vector_math=vector_math.available()).lower()
     mod = compiler.optimize(str(lowered), target, speed, codegen)
     return compiler.emit_object(mod, target, codegen)

@@ -54,6 +54,14 @@ class _Lines:
         self.w = width
         self.lines: list[str] = []
         self.n = 0
+        self.block = "entry"  # the block being filled
+
+    def label(self, name: str) -> None:
+        self.lines.append(f"{name}:")
+        self.block = name
+
+    def any(self, mask: str) -> str:
+        return self.op(f"call i1 @llvm.vector.reduce.or.v{self.w}i1(<{self.w} x i1> {mask})")
 
     def t(self, elem: str) -> str:
         return f"<{self.w} x {elem}>"
@@ -66,6 +74,19 @@ class _Lines:
         name = f"%v{self.n}"
         self.lines.append(f"  {name} = {text}")
         return name
+
+
+def _lookup(L: _Lines, table: str, idx: str) -> str:
+    """table[idx] on every lane: one scalar load per lane (faster than a gather on AMD's cores
+    and as fast on Intel's at these widths)."""
+    i64 = L.t("i64")
+    acc = "poison"
+    for lane in range(L.w):
+        k = L.op(f"extractelement {i64} {idx}, i32 {lane}")
+        p = L.op(f"getelementptr inbounds i64, ptr {table}, i64 {k}")
+        v = L.op(f"load i64, ptr {p}, align 8")
+        acc = L.op(f"insertelement {i64} {acc}, i64 {v}, i32 {lane}")
+    return acc
 
 
 def _expf_fast(L: _Lines, x: str) -> tuple[str, str]:
@@ -85,9 +106,7 @@ def _expf_fast(L: _Lines, x: str) -> tuple[str, str]:
     nkd = L.op(f"fneg {f64} {kd}")
     r = L.op(f"call {f64} {fma}({f64} {invln2n}, {f64} {xd}, {f64} {nkd})")
     idx = L.op(f"and {i64} {ki}, {L.splat('i64', '31')}")
-    ptrs = L.op(f"getelementptr i64, ptr @jv.exp2f.table, {i64} {idx}")
-    tab = L.op(f"call {i64} @llvm.masked.gather.v{w}i64.v{w}p0(<{w} x ptr> {ptrs}, i32 8, "
-               f"<{w} x i1> {L.splat('i1', 'true')}, {i64} poison)")
+    tab = _lookup(L, "@jv.exp2f.table", idx)
     hi = L.op(f"shl {i64} {ki}, {L.splat('i64', '47')}")
     tbits = L.op(f"add {i64} {tab}, {hi}")
     s = L.op(f"bitcast {i64} {tbits} to {f64}")
@@ -101,11 +120,112 @@ def _expf_fast(L: _Lines, x: str) -> tuple[str, str]:
     return out, special
 
 
-_FAST = {"expf": _expf_fast}
-_GLOBALS = {"expf": (
-    "@jv.exp2f.table = internal unnamed_addr constant [32 x i64] ["
-    + ", ".join(f"i64 {v}" for v in _EXP2F_TABLE) + "], align 8"),
+# glibc's erff (sysdeps/ieee754/flt-32/s_erff.c, Sun's fdlibm in float arithmetic): the
+# coefficients as their float bits.
+_ERFF = {
+    "erx": 0x3f58560b, "efx": 0x3e0375d4,
+    "pp": (0x3e0375d4, 0xbea66beb, 0xbce9528f, 0xbbbd1489, 0xb7c756b1),
+    "qq": (0x3f800000, 0x3ecbbbce, 0x3d852a63, 0x3ba68116, 0x390aee49, 0xb684e21a),
+    "pa": (0xbb1acdc6, 0x3ed46805, 0xbebe9208, 0x3ea2fe54, 0xbde31cc2, 0x3d1151b3, 0xbb0df9c0),
+    "qa": (0x3f800000, 0x3dd9f331, 0x3f0a5785, 0x3d931ae7, 0x3e013307, 0x3c5f6e13, 0x3c445aa3),
+    "ra": (0xbc21a093, 0xbf31a0b7, 0xc128f022, 0xc2798057, 0xc322658c, 0xc3389ae7, 0xc2a2932b, 0xc11d077e),
+    "sa": (0x3f800000, 0x419d35ce, 0x4309a863, 0x43d9486f, 0x442158c9, 0x43d6810b, 0x42d9451f, 0x40d23f7c,
+           0xbd777f97),
+    "rb": (0xbc21a092, 0xbf4c9dd4, 0xc18e104b, 0xc320a2ea, 0xc41f6441, 0xc480230b, 0xc3f1c275),
+    "sb": (0x3f800000, 0x41f2b459, 0x43a2e571, 0x44c01759, 0x4547fdbb, 0x451f90ce, 0x43ed43a7, 0xc1b38712),
 }
+
+
+def _f(bits: int) -> str:
+    """A float constant in LLVM's notation (the double of the same value)."""
+    return _d(struct.unpack("<f", struct.pack("<I", bits))[0])
+
+
+def _horner(L: _Lines, s: str, coefficients) -> str:
+    """c0+s*(c1+s*(c2+...)) in float, innermost first, as the C source groups it."""
+    f32 = L.t("float")
+    acc = L.splat("float", _f(coefficients[-1]))
+    for c in reversed(coefficients[:-1]):
+        acc = L.op(f"fmul {f32} {s}, {acc}")
+        acc = L.op(f"fadd {f32} {L.splat('float', _f(c))}, {acc}")
+    return acc
+
+
+def _select(L: _Lines, cond: str, a: str, b: str) -> str:
+    return L.op(f"select <{L.w} x i1> {cond}, {L.t('float')} {a}, {L.t('float')} {b}")
+
+
+def _erff_fast(L: _Lines, x: str) -> tuple[str, str]:
+    """glibc erff's five ranges on every lane, each lane keeping its own; NaN, infinities and
+    |x| < 2^-28 go to the scalar call."""
+    f32, i32 = L.t("float"), L.t("i32")
+    c = _ERFF
+    one = L.splat("float", "1.0")
+    hx = L.op(f"bitcast {f32} {x} to {i32}")
+    ix = L.op(f"and {i32} {hx}, {L.splat('i32', str(0x7fffffff))}")
+    negative = L.op(f"icmp slt {i32} {hx}, zeroinitializer")
+
+    def below(bound: int) -> str:
+        return L.op(f"icmp ult {i32} {ix}, {L.splat('i32', str(bound))}")
+
+    not_finite = L.op(f"icmp uge {i32} {ix}, {L.splat('i32', str(0x7f800000))}")
+    special = L.op(f"or <{L.w} x i1> {not_finite}, {below(0x31800000)}")
+    # |x| < 0.84375
+    z = L.op(f"fmul {f32} {x}, {x}")
+    r = _horner(L, z, c["pp"])
+    s = _horner(L, z, c["qq"])
+    y = L.op(f"fdiv {f32} {r}, {s}")
+    small = L.op(f"fadd {f32} {x}, {L.op(f'fmul {f32} {x}, {y}')}")
+    # 0.84375 <= |x| < 1.25
+    ax = L.op(f"call {f32} @llvm.fabs.v{L.w}f32({f32} {x})")
+    s1 = L.op(f"fsub {f32} {ax}, {one}")
+    p = _horner(L, s1, c["pa"])
+    q = _horner(L, s1, c["qa"])
+    pq = L.op(f"fdiv {f32} {p}, {q}")
+    erx = L.splat("float", _f(c["erx"]))
+    mid_pos = L.op(f"fadd {f32} {erx}, {pq}")
+    mid_neg = L.op(f"fsub {f32} {L.splat('float', _f(c['erx'] | 0x80000000))}, {pq}")
+    mid = _select(L, negative, mid_neg, mid_pos)
+    # 1.25 <= |x| < 6, computed only when a lane is there (it costs four times the rest)
+    in_tail = L.op(f"xor <{L.w} x i1> {below(0x3fa00000)}, {below(0x40c00000)}")
+    before = L.block
+    L.lines.append(f"  br i1 {L.any(in_tail)}, label %erf.tail, label %erf.join")
+    L.label("erf.tail")
+    x2 = L.op(f"fmul {f32} {ax}, {ax}")
+    s2 = L.op(f"fdiv {f32} {one}, {x2}")
+    near = below(0x4036DB6E)  # |x| < 1/0.35
+    ra, sa = _horner(L, s2, c["ra"]), _horner(L, s2, c["sa"])
+    rb, sb = _horner(L, s2, c["rb"]), _horner(L, s2, c["sb"])
+    big_r, big_s = _select(L, near, ra, rb), _select(L, near, sa, sb)
+    axbits = L.op(f"bitcast {f32} {ax} to {i32}")
+    zbits = L.op(f"and {i32} {axbits}, {L.splat('i32', str(0xfffff000))}")
+    zz = L.op(f"bitcast {i32} {zbits} to {f32}")
+    nz = L.op(f"fneg {f32} {zz}")
+    e1 = L.op(f"fsub {f32} {L.op(f'fmul {f32} {nz}, {zz}')}, {L.splat('float', _f(0x3f100000))}")
+    zmx = L.op(f"fsub {f32} {zz}, {ax}")
+    zpx = L.op(f"fadd {f32} {zz}, {ax}")
+    e2 = L.op(f"fadd {f32} {L.op(f'fmul {f32} {zmx}, {zpx}')}, {L.op(f'fdiv {f32} {big_r}, {big_s}')}")
+    exp1, _ = _expf_fast(L, e1)  # both arguments lie well inside expf's fast path
+    exp2, _ = _expf_fast(L, e2)
+    rr = L.op(f"fmul {f32} {exp1}, {exp2}")
+    rx = L.op(f"fdiv {f32} {rr}, {ax}")
+    tail = _select(L, negative, L.op(f"fsub {f32} {rx}, {one}"), L.op(f"fsub {f32} {one}, {rx}"))
+    L.lines.append("  br label %erf.join")
+    L.label("erf.join")
+    tail = L.op(f"phi {f32} [ {tail}, %erf.tail ], [ poison, %{before} ]")
+    # |x| >= 6: one - tiny, tiny - one
+    tiny = L.splat("float", _d(float(struct.unpack("<f", struct.pack("<f", 1e-30))[0])))
+    sat = _select(L, negative, L.op(f"fsub {f32} {tiny}, {one}"), L.op(f"fsub {f32} {one}, {tiny}"))
+    out = _select(L, below(0x40c00000), tail, sat)
+    out = _select(L, below(0x3fa00000), mid, out)
+    out = _select(L, below(0x3f580000), small, out)
+    return out, special
+
+
+_FAST = {"expf": _expf_fast, "erff": _erff_fast}
+_EXP2F_GLOBAL = ("@jv.exp2f.table = internal unnamed_addr constant [32 x i64] ["
+                 + ", ".join(f"i64 {v}" for v in _EXP2F_TABLE) + "], align 8")
+_GLOBALS = {"expf": _EXP2F_GLOBAL, "erff": _EXP2F_GLOBAL}  # the tables a function's forms read
 FUNCTIONS = tuple(_FAST)  # the libm functions with vector forms
 SCALAR_NAME = {name: f"jv.{name}" for name in FUNCTIONS}
 
@@ -120,15 +240,16 @@ def _vector_function(name: str, width: int) -> str:
     L = _Lines(width)
     f32 = L.t("float")
     out, special = _FAST[name](L, "%x")
-    anyslow = L.op(f"call i1 @llvm.vector.reduce.or.v{width}i1(<{width} x i1> {special})")
+    anyslow = L.any(special)
     body = [f"define internal {f32} @{vector_name(name, width)}({f32} %x) nounwind {{", "entry:"]
     body += L.lines
+    last = L.block
     body.append(f"  br i1 {anyslow}, label %slow0, label %done, !prof !{{!\"branch_weights\", i32 1, i32 1000}}")
     acc = out
     for lane in range(width):
         body += [
             f"slow{lane}:",
-            f"  %acc{lane} = phi {f32} [ {acc}, %{'entry' if lane == 0 else f'join{lane - 1}'} ]",
+            f"  %acc{lane} = phi {f32} [ {acc}, %{last if lane == 0 else f'join{lane - 1}'} ]",
             f"  %s{lane} = extractelement <{width} x i1> {special}, i32 {lane}",
             f"  br i1 %s{lane}, label %call{lane}, label %join{lane}",
             f"call{lane}:",
@@ -141,7 +262,7 @@ def _vector_function(name: str, width: int) -> str:
         ]
         body.append(f"  br label %{'slow' + str(lane + 1) if lane + 1 < width else 'done'}")
         acc = f"%res{lane}"
-    body += ["done:", f"  %r = phi {f32} [ {out}, %entry ], [ {acc}, %join{width - 1} ]", f"  ret {f32} %r", "}"]
+    body += ["done:", f"  %r = phi {f32} [ {out}, %{last} ], [ {acc}, %join{width - 1} ]", f"  ret {f32} %r", "}"]
     return "\n".join(body).replace(f"slow{width}", "done")
 
 
@@ -160,18 +281,21 @@ def call_attributes(name: str) -> str:
     return f'"vector-function-abi-variant"="{variants}"'
 
 
-def definitions(names) -> str:
+def definitions(names, declare_libm: bool = True) -> str:
     """IR text defining the scalar wrappers and vector forms of `names` (and their tables),
-    kept alive for the vectoriser by llvm.compiler.used."""
+    kept alive for the vectoriser by llvm.compiler.used (`declare_libm`: with declarations
+    of the libm functions, for a module that does not declare them itself)."""
     names = sorted(names)
     parts, used = [], []
+    for table in sorted({_GLOBALS[name] for name in names}):
+        parts.append(table)
     for name in names:
-        parts.append(_GLOBALS[name])
         parts.append(_scalar_wrapper(name))
         for w in WIDTHS:
             parts.append(_vector_function(name, w))
             used.append(f"ptr @{vector_name(name, w)}")
-        parts.append(f"declare float @{name}(float) nounwind")
+        if declare_libm:
+            parts.append(f"declare float @{name}(float) nounwind")
     parts.append(f"@llvm.compiler.used = appending global [{len(used)} x ptr] [{', '.join(used)}], "
                  f'section "llvm.metadata"')
     return "\n".join(parts) + "\n"

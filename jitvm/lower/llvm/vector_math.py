@@ -1,0 +1,76 @@
+"""Whether this host's libm is the one runtime.native.vecmath reproduces: checked once per
+process by running the vector forms and the scalar calls over a probe set, bit for bit.
+
+The vector forms follow glibc's float functions as its x86_64 FMA build computes them; on
+another libc, another glibc build, a CPU without FMA (glibc then takes its plain variant) or
+another machine, some probe differs and lowering keeps one libm call per element.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from functools import lru_cache
+
+import numpy as np
+
+from ...runtime.native import engine, mathlib, vecmath
+from ...runtime.native import target as targets
+from . import compiler
+
+_MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
+
+
+def probe_inputs(count: int = 1 << 16, seed: int = 22) -> np.ndarray:
+    """Special values, each binade's ends, the functions' range boundaries and random bits."""
+    special = [0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000, 0x7F800001, 0x7FBFFFFF,
+               0x00000001, 0x807FFFFF, 0x3F800000, 0xBF800000, 0x42B00000, 0xC2B00000, 0x42B17218,
+               0x42B17217, 0xC2CFF1B4, 0xC2CFF1B5, 0xC2CE8ED0, 0x7F7FFFFF, 0xFF7FFFFF]
+    edges = [(e << 23) + d for e in range(256) for d in (0, 1, 0x7FFFFF)]
+    rng = np.random.default_rng(seed)
+    bits = np.concatenate([np.array(special + edges, dtype=np.uint32),
+                           np.array(edges, dtype=np.uint32) | np.uint32(0x80000000),
+                           rng.integers(0, 1 << 32, count, dtype=np.uint64).astype(np.uint32),
+                           # dense where the functions' fast paths live: |x| < 128
+                           rng.integers(0, 0x43000000, count, dtype=np.uint32)
+                           | (rng.integers(0, 2, count, dtype=np.uint32) << 31)])
+    return bits.view(np.float32)
+
+
+class Maps:
+    """Compiled loops out[i] = f(in[i]) over float32 arrays, vector form and scalar libm."""
+
+    def __init__(self, names=vecmath.FUNCTIONS):
+        mathlib.register_symbols()
+        ir = vecmath.definitions(names)
+        for name in names:
+            ir += vecmath.map_function(name, f"vector_{name}") + vecmath.scalar_map_function(name, f"scalar_{name}")
+        host = targets.host()
+        obj = compiler.build_object(ir, host, 2, 2, True)
+        self.code = engine.jit_module(None, [obj], cached=False)
+        self._fns = {(kind, name): self.code.function(f"{kind}_{name}", _MAP)
+                     for name in names for kind in ("vector", "scalar")}
+
+    def run(self, kind: str, name: str, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=np.float32)
+        out = np.empty_like(x) if out is None else out
+        self._fns[(kind, name)](x.ctypes.data, out.ctypes.data, x.size)
+        return out
+
+    def differences(self, name: str, x: np.ndarray) -> np.ndarray:
+        """The inputs where the vector form's bits differ from the scalar call's."""
+        v, s = self.run("vector", name, x), self.run("scalar", name, x)
+        return x[v.view(np.uint32) != s.view(np.uint32)]
+
+
+@lru_cache(maxsize=None)
+def available() -> bool:
+    """Vector math is on (JITVM_VECTOR_MATH unset or not "0") and every probe matches."""
+    if os.environ.get(vecmath.ENV_SWITCH, "1") == "0":
+        return False
+    try:
+        maps = Maps()
+    except Exception:  # a host LLVM cannot build them for: plain libm calls
+        return False
+    x = probe_inputs()
+    return all(maps.differences(name, x).size == 0 for name in vecmath.FUNCTIONS)
