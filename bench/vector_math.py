@@ -5,7 +5,10 @@ Softmax 12x128x128 (attention's, two vm.exp.f32 per element as IREE lowers it) a
 (two backends in one process, alternating batches) and by IREE's runtime (local-sync) for
 the ratio; every output is checked bit for bit against IREE's first.
 
-    nice python -m bench.vector_math [--rounds 15]
+    nice python -m bench.vector_math [--rounds 15] [--batch 5]
+
+JITVM_VECTOR_MATH=0 turns the vector forms off for a whole process (both JIT columns then
+call libm per element).
 """
 
 from __future__ import annotations
@@ -18,19 +21,19 @@ from pathlib import Path
 import numpy as np
 
 SOFTMAX = """
-func.func @softmax(%x: tensor<12x128x128xf32>) -> tensor<12x128x128xf32> {
-  %init = tensor.empty() : tensor<12x128x128xf32>
-  %r = linalg.softmax dimension(2) ins(%x : tensor<12x128x128xf32>) outs(%init : tensor<12x128x128xf32>) -> tensor<12x128x128xf32>
-  return %r : tensor<12x128x128xf32>
+func.func @softmax(%x: tensor<{shape}xf32>) -> tensor<{shape}xf32> {
+  %init = tensor.empty() : tensor<{shape}xf32>
+  %r = linalg.softmax dimension(2) ins(%x : tensor<{shape}xf32>) outs(%init : tensor<{shape}xf32>) -> tensor<{shape}xf32>
+  return %r : tensor<{shape}xf32>
 }
 """
 
 GELU = """
-func.func @gelu(%x: tensor<128x1536xf32>) -> tensor<128x1536xf32> {
-  %init = tensor.empty() : tensor<128x1536xf32>
+func.func @gelu(%x: tensor<{shape}xf32>) -> tensor<{shape}xf32> {
+  %init = tensor.empty() : tensor<{shape}xf32>
   %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
                        iterator_types = ["parallel", "parallel"]}
-      ins(%x : tensor<128x1536xf32>) outs(%init : tensor<128x1536xf32>) {
+      ins(%x : tensor<{shape}xf32>) outs(%init : tensor<{shape}xf32>) {
   ^bb0(%a: f32, %o: f32):
     %half = arith.constant 0.5 : f32
     %one = arith.constant 1.0 : f32
@@ -41,18 +44,25 @@ func.func @gelu(%x: tensor<128x1536xf32>) -> tensor<128x1536xf32> {
     %h = arith.mulf %a, %half : f32
     %y = arith.mulf %h, %p : f32
     linalg.yield %y : f32
-  } -> tensor<128x1536xf32>
-  return %r : tensor<128x1536xf32>
+  } -> tensor<{shape}xf32>
+  return %r : tensor<{shape}xf32>
 }
 """
 
 PROGRAMS = {"softmax": (SOFTMAX, (12, 128, 128)), "gelu": (GELU, (128, 1536))}
 
 
-def compile_program(name: str, directory: Path | None = None) -> Path:
+def program_text(name: str, shape=None) -> str:
+    """`name`'s MLIR at `shape` (default: the benchmark's)."""
+    text, default = PROGRAMS[name]
+    shape = shape or default
+    return text.replace("{shape}", "x".join(map(str, shape))).replace("dimension(2)", f"dimension({len(shape) - 1})")
+
+
+def compile_program(name: str, directory: Path | None = None, shape=None) -> Path:
     """`name`'s module for VMVX (cached under bench/.cache, or in `directory` when given)."""
     from bench.build import TARGETS, compile_file, _iree_compile
-    text = PROGRAMS[name][0]
+    text = program_text(name, shape)
     if directory is not None:
         src, out = directory / f"{name}.mlir", directory / f"{name}.vmfb"
         src.write_text(text)
@@ -64,9 +74,9 @@ def compile_program(name: str, directory: Path | None = None) -> Path:
         return compile_file(src, TARGETS["vmvx"], f"vector-math-{name}", log=lambda *_: None)
 
 
-def inputs(name: str, seed: int = 0) -> np.ndarray:
+def inputs(name: str, seed: int = 0, shape=None) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    return (rng.standard_normal(PROGRAMS[name][1]) * 3).astype(np.float32)
+    return (rng.standard_normal(shape or PROGRAMS[name][1]) * 3).astype(np.float32)
 
 
 def jit_backend(vector_math: bool, threads: int = 1):
@@ -82,6 +92,7 @@ def main(argv=None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--batch", type=int, default=5, help="calls per timed batch")
     p.add_argument("--programs", nargs="*", default=list(PROGRAMS))
     args = p.parse_args(argv)
     print(f"vector math available on this host: {vector_math.available()}; load {os.getloadavg()[0]:.2f}")
@@ -100,7 +111,7 @@ def main(argv=None) -> int:
             got = np.asarray(fn(x))
             assert got.tobytes() == want.tobytes(), f"{name}: {label} differs from IREE"
             fns[label] = (lambda f: lambda: f(x))(fn)
-        medians = alternating_medians(fns, (), args.rounds)
+        medians = alternating_medians(fns, (), args.rounds, batch=args.batch)
         base = medians["iree local-sync"]
         print(f"{name}: " + ", ".join(f"{k} {v * 1e3:.2f} ms ({v / base:.2f}x IREE vmvx)" for k, v in medians.items()))
     print(f"load after: {os.getloadavg()[0]:.2f}")

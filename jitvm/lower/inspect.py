@@ -14,9 +14,11 @@ _FUNCTION = re.compile(r"^define .*?@\"?(jv_[0-9a-f]+_f(\d+))\"?\(", re.M)
 
 
 def lowered_ir(verified: VerifiedModule, optimized: bool = True, target: targets.Target | None = None,
-               speed: int = 2) -> str:
+               speed: int = 2, vector_math_on: bool | None = None) -> str:
+    """`vector_math_on`: lower libm calls to vecmath's wrappers (default: as the backend does here)."""
     target = target or targets.host()
-    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=vector_math.available()).lower()
+    on = vector_math.available() if vector_math_on is None else vector_math_on
+    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=on).lower()
     if not optimized:
         return str(lowered)
     return str(compiler.optimize(str(lowered), target, speed))
