@@ -29,7 +29,7 @@ def _dense_sample() -> np.ndarray:
     """Every 4099th bit pattern, all patterns around the functions' range boundaries, the probe set."""
     strided = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32)
     bounds = [0x42B00000, 0x42B17218, 0xC2CFF1B4, 0xC2CE8ED0, 0x3F580000, 0x3FA00000, 0x4036DB6E, 0x40C00000,
-              0x31800000, 0x04000000, 0x7F800000, 0x00800000, 0x3F800000]
+              0x31800000, 0x04000000, 0x7F800000, 0x00800000, 0x3F800000, 0x3F330000, 0x7F7FFFFF]
     around = np.concatenate([np.arange(b - 2048, b + 2048, dtype=np.int64) for b in bounds])
     around = np.concatenate([around, around | 0x80000000]).astype(np.uint32)
     return np.concatenate([strided.view(np.float32), around.view(np.float32), vector_math.probe_inputs(1 << 18)])

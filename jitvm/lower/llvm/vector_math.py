@@ -15,8 +15,6 @@ from functools import lru_cache
 import numpy as np
 
 from ...runtime.native import engine, mathlib, vecmath
-from ...runtime.native import target as targets
-from . import compiler
 
 _MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
@@ -38,29 +36,40 @@ def probe_inputs(count: int = 1 << 16, seed: int = 22) -> np.ndarray:
 
 
 class Maps:
-    """Compiled loops out[i] = f(in[i]) over float32 arrays, vector form and scalar libm."""
+    """Compiled loops out[i] = f(in[i]) over float32 arrays: through each width's vector form
+    ("vector4", "vector8", ...) and through the scalar libm call ("scalar"). Their object code
+    is kept in the code store, so a later process pays only for running the probe."""
 
     def __init__(self, names=vecmath.FUNCTIONS):
         mathlib.register_symbols()
         ir = vecmath.definitions(names)
+        self.kinds = ["scalar"] + [f"vector{w}" for w in vecmath.WIDTHS]
         for name in names:
-            ir += vecmath.map_function(name, f"vector_{name}") + vecmath.scalar_map_function(name, f"scalar_{name}")
-        host = targets.host()
-        obj = compiler.build_object(ir, host, 2, 2, True)
-        self.code = engine.jit_module(None, [obj], cached=False)
-        self._fns = {(kind, name): self.code.function(f"{kind}_{name}", _MAP)
-                     for name in names for kind in ("vector", "scalar")}
+            ir += vecmath.map_function(name, f"scalar_{name}")
+            ir += "".join(vecmath.map_function(name, f"vector{w}_{name}", w) for w in vecmath.WIDTHS)
+        self.code = engine.jit_module(ir)
+        self._fns = {(kind, name): self.code.function(f"{kind}_{name}", _MAP) for name in names for kind in self.kinds}
+        self._pad = max(vecmath.WIDTHS)
 
     def run(self, kind: str, name: str, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        x = np.ascontiguousarray(x, dtype=np.float32)
+        """`name` of every element of `x` through `kind` ("vector": the widest form)."""
+        kind = f"vector{max(vecmath.WIDTHS)}" if kind == "vector" else kind
+        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+        if x.size % self._pad:
+            x = np.concatenate([x, np.zeros(self._pad - x.size % self._pad, np.float32)])
+            out = None
         out = np.empty_like(x) if out is None else out
         self._fns[(kind, name)](x.ctypes.data, out.ctypes.data, x.size)
         return out
 
     def differences(self, name: str, x: np.ndarray) -> np.ndarray:
-        """The inputs where the vector form's bits differ from the scalar call's."""
-        v, s = self.run("vector", name, x), self.run("scalar", name, x)
-        return x[v.view(np.uint32) != s.view(np.uint32)]
+        """The inputs where some vector form's bits differ from the scalar call's."""
+        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+        want = self.run("scalar", name, x).view(np.uint32)[:x.size]
+        bad = np.zeros(x.size, bool)
+        for kind in self.kinds[1:]:
+            bad |= self.run(kind, name, x).view(np.uint32)[:x.size] != want
+        return x[bad]
 
 
 @lru_cache(maxsize=None)
@@ -70,7 +79,7 @@ def available() -> bool:
         return False
     try:
         maps = Maps()
-    except Exception:  # a host LLVM cannot build them for: plain libm calls
+    except Exception:  # a host LLVM cannot build them for (e.g. no vector registers): plain calls
         return False
     x = probe_inputs()
     return all(maps.differences(name, x).size == 0 for name in vecmath.FUNCTIONS)

@@ -4,8 +4,8 @@ IREE's runtime evaluates vm.exp.f32 etc. with the C library's expf. JIT code cal
 function, one call per element, and a loop around such a call does not vectorise. This
 module builds, in LLVM IR, vector versions of those functions that follow the host libm's
 algorithm operation by operation (glibc 2.28+ on x86_64 with FMA: ARM's optimized-routines
-float functions, double-precision evaluation over a small table, the multiply-adds the FMA
-build contracts), so each lane's result is the one the scalar call returns. Lanes the fast
+float functions expf and logf, double-precision evaluation over a small table, the
+multiply-adds the FMA build contracts; Sun's fdlibm erff in float arithmetic), so each lane's result is the one the scalar call returns. Lanes the fast
 path does not cover (NaN, infinities, overflow and underflow ranges) are recomputed with the
 scalar call itself.
 
@@ -222,10 +222,62 @@ def _erff_fast(L: _Lines, x: str) -> tuple[str, str]:
     return out, special
 
 
-_FAST = {"expf": _expf_fast, "erff": _erff_fast}
+# glibc's __logf_data (sysdeps/ieee754/flt-32/e_logf_data.c): (1/c, log c) per subinterval.
+_LOGF_TABLE = (
+    ("0x1.661ec79f8f3bep+0", "-0x1.57bf7808caadep-2"), ("0x1.571ed4aaf883dp+0", "-0x1.2bef0a7c06ddbp-2"),
+    ("0x1.49539f0f010bp+0", "-0x1.01eae7f513a67p-2"), ("0x1.3c995b0b80385p+0", "-0x1.b31d8a68224e9p-3"),
+    ("0x1.30d190c8864a5p+0", "-0x1.6574f0ac07758p-3"), ("0x1.25e227b0b8eap+0", "-0x1.1aa2bc79c81p-3"),
+    ("0x1.1bb4a4a1a343fp+0", "-0x1.a4e76ce8c0e5ep-4"), ("0x1.12358f08ae5bap+0", "-0x1.1973c5a611cccp-4"),
+    ("0x1.0953f419900a7p+0", "-0x1.252f438e10c1ep-5"), ("0x1p+0", "0x0p+0"),
+    ("0x1.e608cfd9a47acp-1", "0x1.aa5aa5df25984p-5"), ("0x1.ca4b31f026aap-1", "0x1.c5e53aa362eb4p-4"),
+    ("0x1.b2036576afce6p-1", "0x1.526e57720db08p-3"), ("0x1.9c2d163a1aa2dp-1", "0x1.bc2860d22477p-3"),
+    ("0x1.886e6037841edp-1", "0x1.1058bc8a07ee1p-2"), ("0x1.767dcf5534862p-1", "0x1.4043057b6ee09p-2"),
+)
+_LOGF_LN2 = float.fromhex("0x1.62e42fefa39efp-1")
+_LOGF_POLY = tuple(float.fromhex(c) for c in ("-0x1.00ea348b88334p-2", "0x1.5575b0be00b6ap-2", "-0x1.ffffef20a4123p-2"))
+
+
+_LOGF_GLOBAL = ("@jv.logf.table = internal unnamed_addr constant [32 x i64] ["
+                + ", ".join(f"i64 {int(_d(float.fromhex(v)), 16)}" for pair in _LOGF_TABLE for v in pair) + "], align 8")
+
+
+def _logf_fast(L: _Lines, x: str) -> tuple[str, str]:
+    """glibc logf's main path (FMA build) on every lane; zero, negative, subnormal, inf and NaN
+    lanes go to the scalar call."""
+    w, f32, f64, i32, i64 = L.w, L.t("float"), L.t("double"), L.t("i32"), L.t("i64")
+    fma = f"@llvm.fma.v{w}f64"
+    ix = L.op(f"bitcast {f32} {x} to {i32}")
+    low = L.op(f"sub {i32} {ix}, {L.splat('i32', str(0x00800000))}")
+    special = L.op(f"icmp uge {i32} {low}, {L.splat('i32', str(0x7f800000 - 0x00800000))}")
+    tmp = L.op(f"sub {i32} {ix}, {L.splat('i32', str(0x3f330000))}")
+    sub = L.op(f"lshr {i32} {tmp}, {L.splat('i32', '19')}")
+    i = L.op(f"and {i32} {sub}, {L.splat('i32', '15')}")
+    k = L.op(f"ashr {i32} {tmp}, {L.splat('i32', '23')}")
+    top = L.op(f"and {i32} {tmp}, {L.splat('i32', str(0xff800000))}")
+    iz = L.op(f"sub {i32} {ix}, {top}")
+    i2 = L.op(f"shl {i32} {i}, {L.splat('i32', '1')}")
+    inv_index = L.op(f"zext {i32} {i2} to {i64}")
+    log_index = L.op(f"or {i64} {inv_index}, {L.splat('i64', '1')}")
+    invc = L.op(f"bitcast {i64} {_lookup(L, '@jv.logf.table', inv_index)} to {f64}")
+    logc = L.op(f"bitcast {i64} {_lookup(L, '@jv.logf.table', log_index)} to {f64}")
+    zf = L.op(f"bitcast {i32} {iz} to {f32}")
+    z = L.op(f"fpext {f32} {zf} to {f64}")
+    r = L.op(f"call {f64} {fma}({f64} {z}, {f64} {invc}, {f64} {L.splat('double', '-1.0')})")
+    kd = L.op(f"sitofp {i32} {k} to {f64}")
+    y0 = L.op(f"call {f64} {fma}({f64} {kd}, {f64} {L.splat('double', _d(_LOGF_LN2))}, {f64} {logc})")
+    a0, a1, a2 = (L.splat("double", _d(c)) for c in _LOGF_POLY)
+    r2 = L.op(f"fmul {f64} {r}, {r}")
+    y = L.op(f"call {f64} {fma}({f64} {r}, {f64} {a1}, {f64} {a2})")
+    y = L.op(f"call {f64} {fma}({f64} {r2}, {f64} {a0}, {f64} {y})")
+    y0r = L.op(f"fadd {f64} {y0}, {r}")
+    y = L.op(f"call {f64} {fma}({f64} {y}, {f64} {r2}, {f64} {y0r})")
+    return L.op(f"fptrunc {f64} {y} to {f32}"), special
+
+
+_FAST = {"expf": _expf_fast, "erff": _erff_fast, "logf": _logf_fast}
 _EXP2F_GLOBAL = ("@jv.exp2f.table = internal unnamed_addr constant [32 x i64] ["
                  + ", ".join(f"i64 {v}" for v in _EXP2F_TABLE) + "], align 8")
-_GLOBALS = {"expf": _EXP2F_GLOBAL, "erff": _EXP2F_GLOBAL}  # the tables a function's forms read
+_GLOBALS = {"expf": _EXP2F_GLOBAL, "erff": _EXP2F_GLOBAL, "logf": _LOGF_GLOBAL}  # the tables a function's forms read
 FUNCTIONS = tuple(_FAST)  # the libm functions with vector forms
 SCALAR_NAME = {name: f"jv.{name}" for name in FUNCTIONS}
 
@@ -301,9 +353,13 @@ def definitions(names, declare_libm: bool = True) -> str:
     return "\n".join(parts) + "\n"
 
 
-def map_function(name: str, symbol: str) -> str:
-    """`void symbol(ptr in, ptr out, i64 n)`: out[i] = name(in[i]) through the wrapper, in a
-    loop the vectoriser turns into vector-form calls (the probe, the tests' exhaustive runs)."""
+def map_function(name: str, symbol: str, width: int | None = None) -> str:
+    """`void symbol(ptr in, ptr out, i64 n)`: out[i] = name(in[i]) for i < n: with `width`,
+    `width` lanes at a time through the vector form (n a multiple of it); else one at a time
+    through libm itself (the reference)."""
+    step = width or 1
+    t = f"<{width} x float>" if width else "float"
+    call = f"call {t} @{vector_name(name, width)}({t} %x)" if width else f"call float @{name}(float %x) nobuiltin"
     return f"""define void @{symbol}(ptr noalias %in, ptr noalias %out, i64 %n) nounwind {{
 entry:
   %empty = icmp eq i64 %n, 0
@@ -311,20 +367,14 @@ entry:
 loop:
   %i = phi i64 [ 0, %entry ], [ %next, %loop ]
   %p = getelementptr float, ptr %in, i64 %i
-  %x = load float, ptr %p, align 4
-  %y = call float @{SCALAR_NAME[name]}(float %x) {call_attributes(name)}
+  %x = load {t}, ptr %p, align 4
+  %y = {call}
   %q = getelementptr float, ptr %out, i64 %i
-  store float %y, ptr %q, align 4
-  %next = add i64 %i, 1
+  store {t} %y, ptr %q, align 4
+  %next = add i64 %i, {step}
   %more = icmp ult i64 %next, %n
   br i1 %more, label %loop, label %exit
 exit:
   ret void
 }}
 """
-
-
-def scalar_map_function(name: str, symbol: str) -> str:
-    """The same loop calling libm directly (the reference)."""
-    return map_function(name, symbol).replace(
-        f"call float @{SCALAR_NAME[name]}(float %x) {call_attributes(name)}", f"call float @{name}(float %x) nobuiltin")
