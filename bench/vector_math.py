@@ -5,7 +5,7 @@ Softmax 12x128x128 (attention's, two vm.exp.f32 per element as IREE lowers it) a
 (two backends in one process, alternating batches) and by IREE's runtime (local-sync) for
 the ratio; every output is checked bit for bit against IREE's first.
 
-    nice python -m bench.vector_math [--rounds 15] [--batch 5]
+    nice python -m bench.vector_math [--rounds 61] [--batch 1]
 
 JITVM_VECTOR_MATH=0 turns the vector forms off for a whole process (both JIT columns then
 call libm per element).
@@ -84,6 +84,24 @@ def jit_backend(vector_math: bool, threads: int = 1):
     return JitBackend(threads=threads, progress=False, loop_steps={"vector_math": vector_math})
 
 
+def loop_medians(rounds: int, size: int = 4096) -> None:
+    """ns per element of the plain loops out[i] = f(x[i]) (vector_math.Maps), by kind."""
+    from bench.alternate import alternating_medians
+    from jitvm.lower.llvm.vector_math import Maps
+    from jitvm.runtime.native import vecmath
+    maps = Maps()
+    rng = np.random.default_rng(0)
+    samples = {"expf": -np.abs(rng.standard_normal(size)) * 3, "erff": rng.standard_normal(size) * 2.1,
+               "logf": np.abs(rng.standard_normal(size)) * 3 + 1e-3}
+    for name in vecmath.FUNCTIONS:
+        x = samples.get(name, rng.standard_normal(size)).astype(np.float32)
+        out = np.empty_like(x)
+        fns = {kind: (lambda k: lambda: maps.run(k, name, x, out))(kind) for kind in maps.kinds}
+        medians = alternating_medians(fns, (), rounds, batch=20)
+        print(f"loop {name} ({size} elements in cache): "
+              + ", ".join(f"{k} {v / size * 1e9:.2f} ns/element" for k, v in medians.items()))
+
+
 def main(argv=None) -> int:
     import iree.runtime as ireert
     import jitvm
@@ -91,11 +109,14 @@ def main(argv=None) -> int:
     from jitvm.lower.llvm import vector_math
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=15)
-    p.add_argument("--batch", type=int, default=5, help="calls per timed batch")
+    p.add_argument("--rounds", type=int, default=61)
+    p.add_argument("--batch", type=int, default=1, help="calls per timed batch")
     p.add_argument("--programs", nargs="*", default=list(PROGRAMS))
+    p.add_argument("--loops", action="store_true", help="also time the bare loops of each function")
     args = p.parse_args(argv)
     print(f"vector math available on this host: {vector_math.available()}; load {os.getloadavg()[0]:.2f}")
+    if args.loops:
+        loop_medians(args.rounds)
     scalar_be, vector_be = jit_backend(False), jit_backend(True)
     for name in args.programs:
         path = compile_program(name)
