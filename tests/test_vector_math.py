@@ -8,8 +8,6 @@ math on, off and in the interpreter.
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
 import pytest
 
@@ -64,6 +62,17 @@ def test_the_switch_turns_vector_math_off(monkeypatch):
         monkeypatch.delenv(vecmath.ENV_SWITCH)
         vector_math.available.cache_clear()
     assert vector_math.available() is HOST_REPRODUCED
+
+
+def test_other_hosts_keep_libm_calls(monkeypatch):
+    """aarch64's glibc builds the same sources with other contractions: no vector forms there."""
+    monkeypatch.setattr(vector_math.platform, "machine", lambda: "aarch64")
+    vector_math.available.cache_clear()
+    try:
+        assert vector_math.available() is False
+    finally:
+        monkeypatch.undo()
+        vector_math.available.cache_clear()
 
 
 def test_definitions_parse_and_name_every_width():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import platform
 from functools import lru_cache
 
 import numpy as np
@@ -72,10 +73,17 @@ class Maps:
         return x[bad]
 
 
+REPRODUCED_HOSTS = {("x86_64", "glibc")}  # (machine, libc) whose libm the forms follow
+
+
 @lru_cache(maxsize=None)
 def available() -> bool:
-    """Vector math is on (JITVM_VECTOR_MATH unset or not "0") and every probe matches."""
+    """Vector math is on (JITVM_VECTOR_MATH unset or not "0"), this is a host whose libm the
+    forms follow (elsewhere, e.g. aarch64 glibc, the same sources are contracted differently
+    and a probe need not see every difference) and every probe matches."""
     if os.environ.get(vecmath.ENV_SWITCH, "1") == "0":
+        return False
+    if (platform.machine(), platform.libc_ver()[0]) not in REPRODUCED_HOSTS:
         return False
     try:
         maps = Maps()
