@@ -31,8 +31,10 @@ def _llvm_unary(e, name: str, ty: str, x):
 
 def _libm(e, name: str, ty: str, *args):
     """A call of the host libm function (`nobuiltin`: LLVM must not fold it at compile time,
-    where it would compute e.g. atan2f in double and round, 1 ulp away from glibc's)."""
-    return e.b.call(e.runtime(name + _SUFFIX[ty]), list(args), attrs=("nobuiltin",))
+    where it would compute e.g. atan2f in double and round, 1 ulp away from glibc's), or of
+    its wrapper with bit-identical vector forms (runtime.native.vecmath) where there is one."""
+    fn, attrs = e.mod.math_call(name + _SUFFIX[ty])
+    return e.b.call(fn, list(args), attrs=attrs)
 
 
 _QUIET_BIT = {"f32": 1 << 22, "f64": 1 << 51}
