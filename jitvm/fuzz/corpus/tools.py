@@ -65,6 +65,22 @@ def tool_version(tool: str, cache_dir: Path) -> str:
     return ver
 
 
+def record_version(name: str, version: str, cache_dir: Path) -> None:
+    """Notes in the cache which version of tool `name` keys its entries, so a machine without
+    the tool (an emulated arm64 root fed by the host's cache) can still find them."""
+    path = cache_dir / "built-with" / (name + ".txt")
+    if path.is_file() and path.read_text() == version:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, version)
+
+
+def recorded_version(name: str, cache_dir: Path) -> str | None:
+    """The version :func:`record_version` noted for `name` in this cache, or None."""
+    path = cache_dir / "built-with" / (name + ".txt")
+    return path.read_text() if path.is_file() else None
+
+
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     with os.fdopen(fd, "w") as f:
