@@ -61,6 +61,11 @@ HOST = FLOAT_RULES[_MACHINE_ARCH.get(platform.machine().lower(), "x86_64")]
 FUSED_FMA = HOST.fused_fma
 FLOAT_TO_INT_SATURATES = HOST.float_to_int_saturates
 
+#: Whether IREE's own build dies (SIGFPE) on integer division by zero and INT_MIN / -1 here
+#: (x86's idiv faults; aarch64's sdiv/udiv return 0 and INT_MIN). jitvm traps everywhere;
+#: this only says what the oracle does (the corpus's ORACLE-CRASH calls).
+IREE_DIVISION_FAULTS = HOST.arch == "x86_64"
+
 # Deepest chain of VM calls before a call fails with RESOURCE_EXHAUSTED (IREE bounds its
 # stack by bytes; jitvm by frames, the same in both backends).
 MAX_CALL_DEPTH = 512
