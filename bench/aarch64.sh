@@ -7,7 +7,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CHECKOUT=$(cd "$HERE/.." && pwd)
-STATE="$HERE/.aarch64"
+STATE=${JITVM_AARCH64_DIR:-$HERE/.aarch64}  # the root and its caches (git-ignored)
 ROOT="$STATE/root"
 SITE=/opt/jitvm/site            # inside the root: arm64 wheels
 SUITE=bookworm
@@ -24,6 +24,9 @@ DEFAULT_TESTS=(
     tests/test_jit_vs_interp.py
     tests/test_jit_threads.py
     tests/test_concurrency.py
+    tests/test_hal_native.py
+    tests/test_api_plan.py
+    tests/test_verify_features.py
     tests/test_hwcaps.py
     tests/test_nan_rules.py
     tests/test_aarch64_native.py
@@ -161,7 +164,9 @@ case $cmd in
     test)
         if cpu_option "$@"; then shift 2; fi
         prepare; corpus
-        if [ $# -eq 0 ]; then set -- "${DEFAULT_TESTS[@]}"; fi
+        # no test named (only options, or nothing): the default list
+        named=0; for a in "$@"; do case $a in -*) ;; *) named=1;; esac; done
+        if [ $named = 0 ]; then set -- "$@" "${DEFAULT_TESTS[@]}"; fi
         in_src python3 -m pytest -q -p no:cacheprovider "$@" ;;
     fuzz)
         if cpu_option "$@"; then shift 2; fi
