@@ -2,13 +2,15 @@
 
 Each measurement is a new Python process (nothing of the JIT survives in memory), timed from
 its first line: `import jitvm`, `jitvm.load`, the first call with its result on the host.
-Three ways per model: an empty code store (cold: everything compiles), the store a cold
-load left (warm), and a bundle `jitvm compile` wrote (`compiled=`, an empty store beside
-it: nothing may compile). Medians over --repeats processes; the load average is printed,
-since compilation time grows with it.
+Four ways per model: an empty code store (cold: everything compiles, the runtime's own
+native code too), a store holding only the runtime's code (new model: jitvm ran before,
+this model never), the store a cold load left (warm), and a bundle `jitvm compile` wrote
+(`compiled=`, an empty store beside it: nothing may compile). The processes load with
+--tier (default auto, what jitvm.load does; full waits for optimised code). Medians over
+--repeats processes; the load average is printed, since compilation time grows with it.
 
     python -m bench.start_time                     # tiny, the bundled CNN, ResNet-50-style 64
-    python -m bench.start_time --models cnn --repeats 5
+    python -m bench.start_time --models cnn --repeats 5 --tier full
 """
 
 from __future__ import annotations
@@ -65,7 +67,7 @@ def _specs() -> dict[str, tuple[str, str, object]]:
 
 
 def _run(job: dict, cache_dir: Path) -> dict:
-    env = {**os.environ, "JITVM_CACHE_DIR": str(cache_dir)}
+    env = {**os.environ, "JITVM_CACHE_DIR": str(cache_dir), "JITVM_TIER": job["tier"]}
     r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(job)], env=env, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(f"child failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
@@ -80,24 +82,33 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.start_time", description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="*", default=None, help="tiny, cnn, resnet64 (default: all)")
     p.add_argument("--repeats", type=int, default=3, help="fresh processes per way")
+    p.add_argument("--tier", choices=("auto", "baseline", "full"), default="auto", help="jitvm.load's tier")
     args = p.parse_args(argv)
     specs = _specs()
     chosen = args.models or list(specs)
-    print(f"load average {os.getloadavg()[0]:.2f} (1 min); medians of {args.repeats} fresh processes")
+    print(f"load average {os.getloadavg()[0]:.2f} (1 min); medians of {args.repeats} fresh processes; tier {args.tier}")
+    if os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        print("note: PYTHONDONTWRITEBYTECODE is set, so every process compiles jitvm's Python sources again "
+              "(0.4-0.5 s here); an installed jitvm has them compiled")
     print("| model | way | import jitvm | load | first call | first result | modules compiled |")
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="jitvm-start-") as tmp:
         work = Path(tmp)
         for name in chosen:
             vmfb_fn, function, inputs_fn = specs[name]
-            job = {"vmfb": vmfb_fn(), "function": function, "inputs": str(work / f"{name}.npz")}
+            job = {"vmfb": vmfb_fn(), "function": function, "inputs": str(work / f"{name}.npz"), "tier": args.tier}
             np.savez(job["inputs"], *inputs_fn())
-            ways: dict[str, list[dict]] = {"cold": [], "warm": [], "bundle": []}
+            ways: dict[str, list[dict]] = {"cold": [], "new model": [], "warm": [], "bundle": []}
             for k in range(args.repeats):
                 store = work / f"{name}-store-{k}"
                 ways["cold"].append(_run(job, store))
+                runtime_only = work / f"{name}-runtime-{k}"
+                for entry in store.glob("*/rt*"):  # the runtime's own code (runtime.native.engine)
+                    shutil.copytree(entry, runtime_only / entry.parent.name / entry.name)
+                ways["new model"].append(_run(job, runtime_only))
                 ways["warm"].append(_run(job, store))
                 shutil.rmtree(store, ignore_errors=True)
+                shutil.rmtree(runtime_only, ignore_errors=True)
             bundle = work / f"{name}.jvc"
             build_store = work / f"{name}-bundle-store"
             r = subprocess.run([sys.executable, "-m", "jitvm", "compile", job["vmfb"], "-o", str(bundle)],

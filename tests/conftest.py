@@ -16,6 +16,9 @@ _JIT_CACHE = tempfile.mkdtemp(prefix="jitvm-test-cache-")
 os.environ["JITVM_CACHE_DIR"] = _JIT_CACHE
 # Hypothesis keeps files of its own (a constants cache) in .hypothesis/ of the working directory.
 os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(_JIT_CACHE, "hypothesis")
+# jitvm.load compiles each function when first called; "full" makes that the optimised code
+# at once, with no background tier-up (tests of the other tiers pass tier= themselves).
+os.environ.setdefault("JITVM_TIER", "full")
 
 
 

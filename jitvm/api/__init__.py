@@ -10,6 +10,8 @@ their `iree.abi.declaration` reflection or, without it, by their VM signature
 
 from __future__ import annotations
 
+import os
+
 from ..errors import ArgumentError
 from ..fallback_interp import InterpreterBackend
 from ..frontend.module import load_module
@@ -50,12 +52,24 @@ def get_backend(name: str):
     return _backends[name]
 
 
-def _jit_backend(threads: int | None = None):
-    """The shared JIT backend; one per explicit thread count (None: JITVM_THREADS or all cores)."""
-    key = "jit" if threads is None else ("jit", threads)
+def _jit_backend(threads: int | None = None, tier: str | None = None):
+    """The shared JIT backend; one per explicit thread count (None: JITVM_THREADS or all cores)
+    and tier (None: everything compiled at load with the full pipeline; see lower.lazy)."""
+    key = "jit" if threads is None and tier is None else ("jit", threads, tier)
     if key not in _backends:
-        _backends[key] = JitBackend(threads=threads)
+        _backends[key] = JitBackend(threads=threads, tier=tier)
     return _backends[key]
+
+
+TIERS = ("auto", "baseline", "full")
+
+
+def _check_tier(tier) -> str:
+    """`tier=` or, without it, JITVM_TIER, else "auto"."""
+    tier = tier if tier is not None else os.environ.get("JITVM_TIER") or "auto"
+    if tier not in TIERS:
+        raise ArgumentError(f"unknown tier {tier!r}; choose one of {', '.join(TIERS)}")
+    return tier
 
 
 def _check_threads(threads) -> int | None:
@@ -101,7 +115,7 @@ def _drivers(driver) -> list[str]:
 
 
 def load(source, backend: str = "jit", *, threads: int | None = None, trace=None,
-         verify_features: int | None = None, driver=None, parameters=None, compiled=None) -> Module:
+         verify_features: int | None = None, driver=None, parameters=None, compiled=None, tier=None) -> Module:
     """Loads a module from a path, `example:NAME` or bytes, instantiated in a fresh context.
 
     `source` may also be a list: bytecode modules (and native module instances) that import
@@ -117,8 +131,14 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     compiled with --iree-flow-trace-dispatch-tensors); without it those calls do nothing.
     `compiled` names a bundle `jitvm compile` wrote for this module: its code is used instead
     of compiling, after checking it was made for these module bytes and this host.
+    `tier` is how the JIT compiles (lower.lazy): each function when first called, "auto"
+    (default, or JITVM_TIER) first with the quick baseline pipeline and again with the full
+    one in the background once called again, "baseline" only quickly, "full" only fully
+    (the first call waits for optimised code: what benchmarks want). With `compiled`, all
+    of the bundle's optimised code is used as it is.
     """
     threads = _check_threads(threads)
+    tier = _check_tier(tier)
     drivers = _drivers(driver)
     if threads is None and driver is not None and all(d == "local-sync" for d in drivers):
         threads = 1  # local-sync runs a dispatch on the calling thread
@@ -132,7 +152,9 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
         cache.use(open_bundle(compiled, bytecode[-1]))
     heap.tune()  # freed call buffers stay in the heap for the next call
     be = get_backend(backend)
-    if threads is not None and getattr(be, "name", None) == "jit":
+    if backend == "jit":  # the shared JIT of the tier chosen (a backend object is used as it is)
+        be = _jit_backend(threads, None if compiled is not None else tier)
+    elif threads is not None and getattr(be, "name", None) == "jit":
         be = _jit_backend(threads)
     register_hal_types()
     loader = EmbeddedLoader(be)
@@ -178,4 +200,4 @@ def _trace_adapter(trace):
     return lambda key, views: trace(key, [v.to_numpy() for v in views])
 
 
-__all__ = ["BACKENDS", "DRIVERS", "EmbeddedLoader", "Function", "Module", "get_backend", "load"]
+__all__ = ["BACKENDS", "DRIVERS", "TIERS", "EmbeddedLoader", "Function", "Module", "get_backend", "load"]

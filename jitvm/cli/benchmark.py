@@ -120,7 +120,7 @@ def cmd_benchmark(args) -> int:
     from .execute import _single_function, _vm_arguments
 
     min_time, iterations = _min_time(args.benchmark_min_time)
-    module = load(resolve_path(args.file), backend=args.backend, threads=args.threads)
+    module = load(resolve_path(args.file), backend=args.backend, threads=args.threads, tier=args.tier)
     name = args.function or _single_function(module)
     fn = module.function(name)
     vm_args = _vm_arguments(fn, args.input or [])
@@ -138,7 +138,7 @@ def cmd_benchmark(args) -> int:
 
 
 def add_subcommands(sub) -> None:
-    from .execute import BACKEND_HELP
+    from .execute import BACKEND_HELP, TIER_HELP
 
     b = sub.add_parser("benchmark", help="time a function, printing lines like iree-benchmark-module")
     b.add_argument("file", help="a .vmfb path, or example:NAME for a bundled module")
@@ -151,6 +151,8 @@ def add_subcommands(sub) -> None:
     b.add_argument("--threads", type=int, metavar="N",
                    help="dispatch threads for the JIT (default: JITVM_THREADS, else all cores)")
     b.add_argument("--backend", default="jit", help=BACKEND_HELP)
+    b.add_argument("--tier", choices=("auto", "baseline", "full"), default="full",
+                   help=TIER_HELP.replace("default JITVM_TIER, else auto", "default full: optimised code is timed"))
     b.set_defaults(run=cmd_benchmark)
 
 

@@ -49,12 +49,12 @@ def cmd_cache(args) -> int:
 
 
 def cmd_compile(args) -> int:
-    from ..api import load
+    from ..api import _jit_backend, load
     from ..api.compiled import write_bundle
     from ..runtime.native import cache
 
     with cache.recording() as keys:
-        module = load(resolve_path(args.file), backend="jit")
+        module = load(resolve_path(args.file), backend=_jit_backend())  # every function, fully optimised
     count = write_bundle(module._instance.loaded.module, keys, args.output)
     module.close()
     print(f"wrote {args.output}: {count} compiled entries (the module, its executables and the runtime's code)")

@@ -18,6 +18,9 @@ from ..runtime.modules.hal import types as hal_types
 from .values import format_result, parse_input
 
 BACKEND_HELP = "jit (default; the interpreter until the JIT is available) or interp"
+TIER_HELP = ("how the JIT compiles, each function when first called: auto (quickly first, optimised in the "
+             "background once called again), baseline (quickly only) or full (optimised at once); "
+             "default JITVM_TIER, else auto")
 
 
 def _vm_arguments(fn, inputs: list[str]) -> list:
@@ -57,7 +60,8 @@ def cmd_run(args) -> int:
     if not sources:
         raise ArgumentError("give the module to run (FILE or --module=FILE; --module repeats for modules "
                             "that import from each other, the last one runs)")
-    module = load(sources, backend=args.backend, driver=args.device or None, parameters=args.parameters)
+    module = load(sources, backend=args.backend, driver=args.device or None, parameters=args.parameters,
+                  tier=args.tier)
     name = args.function or _single_function(module)
     fn = module.function(name)
     vm_args = _vm_arguments(fn, args.input or [])
@@ -124,7 +128,7 @@ def cmd_demo(args) -> int:
 
     path = resources.files("jitvm") / "examples" / "cnn.vmfb"
     start = time.perf_counter()
-    module = load(str(path), backend=args.backend)
+    module = load(str(path), backend=args.backend, tier=args.tier)
     loaded = time.perf_counter()
     x = demo_input()
     probs = module.predict(x)
@@ -183,6 +187,7 @@ def add_subcommands(sub) -> None:
     r.add_argument("--device", action="append", choices=("local-sync", "local-task"),
                    help="the device (repeat for programs that use several); local-sync runs dispatches on one thread")
     r.add_argument("--backend", default="jit", help=BACKEND_HELP)
+    r.add_argument("--tier", choices=("auto", "baseline", "full"), help=TIER_HELP)
     r.set_defaults(run=cmd_run)
 
     c = sub.add_parser("check", help="run check-dialect test modules: every no-argument export is a test")
@@ -192,6 +197,7 @@ def add_subcommands(sub) -> None:
 
     d = sub.add_parser("demo", help="run the bundled example CNN and time it")
     d.add_argument("--backend", default="jit", help=BACKEND_HELP)
+    d.add_argument("--tier", choices=("auto", "baseline", "full"), help=TIER_HELP)
     d.add_argument("--repeat", type=int, default=20, help="timed calls after the first (default 20)")
     d.set_defaults(run=cmd_demo)
 

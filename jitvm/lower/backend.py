@@ -1,63 +1,38 @@
 """The JIT backend: verified modules compiled to native code, run through the uniform ABI.
 
 `prepare` compiles a module once (or loads it from the disk cache) and returns an
-executable whose functions are native entry points taking the instance's ModuleState.
+executable whose functions are native entry points taking the instance's ModuleState, or,
+given a tier, an executable that compiles each function when first called (lower.lazy).
 Functions the lowering could not handle run in the reference interpreter, with a warning
-naming the op; `STATS` counts compilations, cache hits and fallbacks.
+naming the op; `STATS` (lower.executable) counts compilations, cache hits and fallbacks.
 """
 
 from __future__ import annotations
 
-import ctypes
-import sys
-import threading
-import time
-import warnings
-from collections import Counter
-
-from ..fallback_interp import InterpreterBackend
 from ..runtime.exec.nativecode import native
 from ..runtime.exec.runner import NativeDispatchRunner, default_threads
 from ..runtime.exec.workers import NativePool
-from ..runtime.native import cache as store, engine, target as targets
-from ..runtime.native.layout import TrapT
-from ..runtime.vm import abi, traps
-from ..runtime.vm.bytecode import BytecodeInstance, LoadedModule, describe_frame
+from ..runtime.native import cache as store, target as targets
+from ..runtime.vm.bytecode import LoadedModule
+from .executable import STATS, JitExecutable, _Progress
+from .lazy import LazyExecutable
 from .llvm import cache, compile_pool, compiler, loader
-from .module import ModuleLowering, runtime_type_ids, type_table_symbol
+from .module import ModuleLowering
+from .units import call_components
 
-STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions, blocked_nests
-
-
-class _Progress:
-    """Tells stderr what is being compiled once compiling has taken more than a second."""
-
-    def __init__(self, what: str, delay: float = 1.0):
-        self.what = what
-        self.start = time.perf_counter()
-        self.shown = False
-        self.timer = threading.Timer(delay, self._show)
-        self.timer.daemon = True
-        self.timer.start()
-
-    def _show(self):
-        self.shown = True
-        sys.stderr.write(f"jitvm: compiling {self.what} ...\n")  # one write: modules compile on two threads
-        sys.stderr.flush()
-
-    def done(self):
-        self.timer.cancel()
-        if self.shown:
-            sys.stderr.write(f"jitvm: compiled {self.what} in {time.perf_counter() - self.start:.1f} s\n")
-            sys.stderr.flush()
+__all__ = ["STATS", "JitBackend", "JitExecutable", "dispatch_threads", "function_groups"]
 
 
 class JitBackend:
     name = "jit"
 
     def __init__(self, speed: int = 2, use_cache: bool = True, progress: bool = True, threads: int | None = None,
-                 loop_steps: dict | None = None, split_calls_from: int | None = None):
+                 loop_steps: dict | None = None, split_calls_from: int | None = None, tier: str | None = None):
         self.speed = speed
+        # None: every function compiled when the module loads, with the full pipeline (the
+        # differential tests' JIT); "auto", "baseline" or "full": compiled when first called
+        # (lower.lazy), in those tiers.
+        self.tier = tier
         self.use_cache = use_cache
         self.progress = progress
         self.threads = threads
@@ -137,6 +112,8 @@ class JitBackend:
         return objects, meta
 
     def prepare(self, loaded: LoadedModule) -> "JitExecutable":
+        if self.tier is not None:
+            return LazyExecutable(self, loaded, self.tier, self.call_pool())
         objects, meta = self.compile(loaded)
         return JitExecutable(loaded, loader.load(objects), meta, self.call_pool())
 
@@ -164,25 +141,11 @@ def function_groups(verified, parts: int) -> list[list[int]]:
     if parts <= 1 or sum(sizes) < PARALLEL_COMPILE_MIN_INSTRUCTIONS or len(ordinals) < 2:
         return [ordinals]
     # Connected components of the internal call graph, largest first, onto the lightest group.
-    parent = list(range(len(sizes)))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for vf in verified.functions:
-        for site in vf.calls.values():
-            if not site.is_import:
-                parent[find(vf.ordinal)] = find(site.callee)
-    components: dict[int, list[int]] = {}
-    for o in ordinals:
-        components.setdefault(find(o), []).append(o)
+    components = call_components(verified)
     groups: list[list[int]] = []
     small: list[int] = []  # small components share a module: each module has a fixed cost
     looped = {vf.ordinal for vf in verified.functions if compiler.has_loops_in(vf)}
-    for comp in sorted(components.values(), key=lambda c: -sum(sizes[o] for o in c)):
+    for comp in sorted(components, key=lambda c: -sum(sizes[o] for o in c)):
         if looped.intersection(comp) or sum(sizes[o] for o in comp) >= GROUP_MIN_INSTRUCTIONS:
             groups.append(sorted(comp))
             continue
@@ -195,73 +158,3 @@ def function_groups(verified, parts: int) -> list[list[int]]:
     return groups
 
 
-class JitExecutable:
-    def __init__(self, loaded: LoadedModule, code: engine.JitModule, meta: dict, call_pool=None):
-        self.loaded = loaded
-        self.call_pool = call_pool  # lent to direct calls' split loops (JitBackend.split_calls_from)
-        self.code = code
-        self.entries = {int(o): code.address(s) for g in meta["groups"] for o, s in g["symbols"].items()}
-        self.fns = {o: abi.NATIVE_FN(a) for o, a in self.entries.items()}
-        self.fallbacks = {int(f[0]): f for f in meta["fallbacks"]}
-        for group in meta["groups"]:
-            self._fill_type_table(group["key"])
-        self._interp = None
-        self._ready: set[int] = set()
-        self._lock = threading.Lock()
-        for ordinal, name, op, reason in meta["fallbacks"]:
-            STATS["fallback_functions"] += 1
-            warnings.warn(f"jitvm: {loaded.name}.{name} runs in the interpreter: cannot lower {op} ({reason})",
-                          RuntimeWarning, stacklevel=3)
-
-    def _fill_type_table(self, key: str) -> None:
-        ids = runtime_type_ids(self.loaded.verified)
-        if not ids:
-            return
-        addr = self.code.global_address(type_table_symbol(key))
-        (ctypes.c_int32 * len(ids)).from_address(addr)[:] = ids
-
-    @property
-    def interpreter(self):
-        if self._interp is None:
-            self._interp = InterpreterBackend().prepare(self.loaded)
-        return self._interp
-
-    def _prepare_instance(self, instance: BytecodeInstance) -> None:
-        """Native imports and interpreter trampolines for fallbacks, once per instance."""
-        key = id(instance)
-        if key in self._ready:
-            return
-        with self._lock:
-            instance.prepare_native_imports()
-            for ordinal, address in self.entries.items():  # calls between function groups
-                instance.function_table[ordinal] = address
-            for ordinal in self.fallbacks:
-                fn, _ctx = self.interpreter.native_entry(instance, ordinal)
-                instance.function_table[ordinal] = fn
-            self._ready.add(key)
-
-    def native_entry(self, instance: BytecodeInstance, ordinal: int) -> tuple[int, int]:
-        if ordinal in self.fallbacks:
-            return self.interpreter.native_entry(instance, ordinal)
-        self._prepare_instance(instance)
-        return self.entries[ordinal], instance.state_addr
-
-    def call(self, instance: BytecodeInstance, ordinal: int, args) -> list:
-        if ordinal in self.fallbacks:
-            return self.interpreter.call(instance, ordinal, args)
-        self._prepare_instance(instance)
-        module = self.loaded.module
-        cconv = module.signatures[ordinal].cconv
-        arg_slots = abi.pack_args(cconv, args, f"{module.name}.{module.display_name(ordinal)}")
-        results = abi.result_array(cconv)
-        trap = TrapT()
-        pool = self.call_pool
-        trap.pool = pool.lend(0) if pool is not None else 0
-        try:
-            status = self.fns[ordinal](instance.state_addr, arg_slots, results, ctypes.addressof(trap))
-        finally:
-            if trap.pool:
-                pool.give_back()
-        if status:
-            raise traps.take_exception(trap, describe_frame)
-        return abi.unpack_results(cconv, results)

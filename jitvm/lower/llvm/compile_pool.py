@@ -9,6 +9,7 @@ None: the caller compiles it in process.
 
 from __future__ import annotations
 
+import atexit
 import os
 import selectors
 import subprocess
@@ -18,6 +19,14 @@ from pathlib import Path
 from ...runtime.native import target as targets
 
 _ROOT = str(Path(__file__).resolve().parents[3])  # the checkout holding the jitvm package
+_open: set = set()  # pools with workers; at exit they go (a background tier-up does not outlive us)
+
+
+@atexit.register
+def _kill_open_pools() -> None:
+    for pool in list(_open):
+        for p in list(pool._idle) + list(pool._busy):
+            p.kill()
 
 
 class CompilePool:
@@ -29,6 +38,7 @@ class CompilePool:
         self._busy: dict[subprocess.Popen, int] = {}  # worker -> job index
         self._queue: list[int] = []
         self.results: dict[int, bytes | None] = {}
+        _open.add(self)
         args = [sys.executable, "-m", "jitvm.lower.llvm.compile_worker", target.triple, target.cpu, target.features,
                 str(speed), str(codegen), "1" if slp else "0"]
         for _ in range(processes):
@@ -125,6 +135,7 @@ class CompilePool:
         self._idle.clear()
         self._busy.clear()
         self._sel.close()
+        _open.discard(self)
 
 
 def processes() -> int:

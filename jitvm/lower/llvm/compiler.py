@@ -2,7 +2,10 @@
 
 Lowered modules go through LLVM's standard optimization pipeline (no fast-math anywhere:
 the IR carries no such flags) and are emitted as object files, which the on-disk cache
-stores; loading an object file into an MCJIT engine costs no compilation.
+stores; loading an object file into an MCJIT engine costs no compilation. The baseline tier
+(speed BASELINE) runs only the few passes that turn the lowering's stack slots into
+registers and fold the obvious (a ResNet's 36 kernels: about a tenth of the full pipeline's
+time, code about 13x slower), with fast instruction selection.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ from typing import Iterable
 import llvmlite.binding as llvm
 
 from ...runtime.native import target as targets
+
+BASELINE = -1  # the `speed` of the baseline tier: BASELINE_PASSES instead of LLVM's O1/O2/O3
+BASELINE_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg")
 
 
 def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int = 2,
@@ -23,10 +29,15 @@ def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int 
         mod.triple = target.triple
         mod.data_layout = str(tm.target_data)
         mod.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=speed)
+        pto = llvm.create_pipeline_tuning_options(speed_level=max(0, speed))
         pto.slp_vectorization = slp and speed >= 2  # off by default in llvmlite; it packs the jammed copies
         pb = llvm.create_pass_builder(tm, pto)
-        pm = pb.getModulePassManager()
+        if speed == BASELINE:
+            pm = llvm.create_new_module_pass_manager()
+            for name in BASELINE_PASSES:
+                getattr(pm, f"add_{name}_pass")()
+        else:
+            pm = pb.getModulePassManager()
         pm.run(mod, pb)
     except BaseException:
         mod.close()  # before its context goes
@@ -57,11 +68,12 @@ def build_object(ir_text: str, target: targets.Target, speed: int, codegen: int,
 
 
 def build_objects(texts: Iterable[str], count: int, target: targets.Target, speed: int, codegen: int,
-                  slp: bool) -> list[bytes]:
+                  slp: bool, in_workers: bool = False) -> list[bytes]:
     """Object code for each of `count` function groups, whose IR `texts` yields as they are
-    lowered: with several groups, on a pool of worker processes (lower.llvm.compile_pool: llvmlite
+    lowered: with several groups (or `in_workers`: background work that must not hold this
+    process's LLVM), on a pool of worker processes (lower.llvm.compile_pool: llvmlite
     serializes LLVM calls within a process), any group no worker compiled here."""
-    if count <= 1:
+    if count <= 1 and not in_workers:
         return [build_object(t, target, speed, codegen, slp) for t in texts]
     import tempfile
     from pathlib import Path
@@ -69,7 +81,7 @@ def build_objects(texts: Iterable[str], count: int, target: targets.Target, spee
     from .compile_pool import CompilePool, processes
 
     with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
-        pool = CompilePool(min(processes(), count), Path(tmp), target, speed, codegen, slp)
+        pool = CompilePool(max(1, min(processes(), count)), Path(tmp), target, speed, codegen, slp)
         try:
             pending = {}
             for i, text in enumerate(texts):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import weakref
 
 from ...frontend import isa
 from ..native.layout import CostT, RunnerT
@@ -27,6 +28,16 @@ from .dispatch import Dispatch, PreparedDispatch, PreparedFill, SerialDispatchRu
 from .nativecode import native
 
 SPARE_SEQUENCES = 4  # one-step sequences kept for Python dispatches (one per concurrent caller)
+_runners: "weakref.WeakSet[NativeDispatchRunner]" = weakref.WeakSet()
+
+
+def forget_costs(fns) -> None:
+    """Every runner measures entries `fns` afresh: their code changed (a tier swapped in)."""
+    for runner in list(_runners):
+        for fn in fns:
+            cost = runner._costs.get(fn)
+            if cost is not None:
+                ctypes.memset(ctypes.addressof(cost), 0, ctypes.sizeof(cost))
 
 
 def default_threads() -> int:
@@ -53,6 +64,7 @@ class NativeDispatchRunner:
         self._spare: list[replay.Sequence] = []
         self._targets: dict[int, tuple] = {}  # id(entry) -> (entry, (fn, ctx) or None)
         self._no_helpers = (None, None)
+        _runners.add(self)
 
     force_threads = property(lambda self: self.state.force, lambda self, n: setattr(self.state, "force", n or 0),
                              doc="nonzero: every grid runs on this many threads (tests)")
@@ -102,8 +114,8 @@ class NativeDispatchRunner:
             return cached[1]
         instance = getattr(entry, "instance", None)
         native = None
-        if instance is not None and hasattr(instance.loaded.executable, "entries") and \
-                entry.ordinal in instance.loaded.executable.entries and \
+        runs_natively = getattr(instance.loaded.executable, "runs_natively", None) if instance is not None else None
+        if runs_natively is not None and runs_natively(entry.ordinal) and \
                 not (self.threads > 1 and writes_globals(instance)):
             native = entry.native_entry()
         self._targets[id(entry)] = (entry, native)  # holding `entry` keeps its id unique
@@ -129,6 +141,7 @@ class NativeDispatchRunner:
 
     def prepare(self, steps: list[PreparedDispatch | PreparedFill]) -> replay.Sequence | None:
         """The dispatches and fills as one native sequence, or None if a dispatch is not native."""
+        compile_together(d.entry for d in steps if isinstance(d, PreparedDispatch))
         targets = [self._native_target(d.entry) if isinstance(d, PreparedDispatch) else None for d in steps]
         if any(t is None for d, t in zip(steps, targets) if isinstance(d, PreparedDispatch)):
             return None
@@ -147,6 +160,19 @@ class NativeDispatchRunner:
         self.pool()
         if native().run_sequence(self.address, seq.address, bases):
             raise failure(seq)
+
+
+def compile_together(entries) -> None:
+    """Entries a lazily compiled executable has not compiled yet, compiled in one go (side
+    by side on the compile pool) rather than one by one as the sequence meets them."""
+    by_executable: dict[int, tuple] = {}
+    for entry in entries:
+        instance = getattr(entry, "instance", None)
+        ensure = getattr(instance.loaded.executable, "ensure_compiled", None) if instance is not None else None
+        if ensure is not None:
+            by_executable.setdefault(id(instance.loaded.executable), (ensure, []))[1].append(entry.ordinal)
+    for ensure, ordinals in by_executable.values():
+        ensure(ordinals)
 
 
 def failure(seq: replay.Sequence) -> BaseException:

@@ -1,0 +1,341 @@
+"""Lazily compiled modules in tiers: code is made when a function is first called.
+
+A `LazyExecutable` compiles nothing when a module loads. Each function it may compile has a
+stable native entry (entries.ll): a jump through the function's cell. The cell first holds
+a stub that compiles the function's unit (lower.units: the functions calling each other)
+and then calls it; compiled code replaces the stub, so later calls never enter Python.
+Run-once code (`__init` and what only it calls) runs in the interpreter, never compiled.
+A VMVX kernel is compiled when its executable's entry is first dispatched: the dispatch
+runner asks (`runs_natively`, `ensure_compiled` for a command buffer's kernels at once,
+which then compile side by side on the compile pool).
+
+Tiers (`tier=`): "full" compiles with today's pipeline (the first call waits for it);
+"baseline" quickly (loop nests guarded but not jammed, lower.llvm.compiler.BASELINE's few
+passes, fast instruction selection; slower code); "auto" starts with the baseline and, for
+functions called again (the counting entry counts calls natively), compiles the unit with
+the full pipeline in the background (`TIER_UP`: lowered on its thread, optimised on compile
+worker processes, so this process's LLVM stays free), then swaps the cell between calls. Both tiers are kept in the code store; a later process
+takes the full code when it is there.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import sys
+import threading
+import time
+import warnings
+import weakref
+
+from ..runtime.exec import runner as dispatch_runner
+from ..runtime.native import cache as store, engine, template
+from ..runtime.vm import abi, traps
+from ..runtime.vm.bytecode import instance_of_state
+from .executable import STATS, JitExecutable, _Progress
+from .llvm import cache, compiler, loader
+from .module import ModuleLowering
+from .units import call_components, run_once
+
+TIERS = ("auto", "baseline", "full")
+HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
+POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
+_LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
+               "parallel_loops")
+
+
+def entries_ir(prefix: str, count: int) -> str:
+    """The entry module of `count` functions: cells, counts and the two entries of each."""
+    parts = [template.render(__package__, "entries.ll", prefix=prefix, count=count)]
+    parts += [template.render(__package__, "entry.ll", prefix=prefix, count=count, index=i) for i in range(count)]
+    return "\n".join(parts)
+
+
+class _Unit:
+    __slots__ = ("index", "ordinals", "tier", "symbols")
+
+    def __init__(self, index: int, ordinals: list[int]):
+        self.index = index
+        self.ordinals = ordinals
+        self.tier = None  # None: not compiled; "baseline" or "full"
+        self.symbols: dict[int, str] = {}
+
+
+class LazyExecutable(JitExecutable):
+    def __init__(self, backend, loaded, tier: str, call_pool=None):
+        self.backend = backend
+        self.loaded = loaded
+        self.tier = tier
+        self.call_pool = call_pool
+        verified = loaded.verified
+        n = len(verified.functions)
+        self.digest = hashlib.sha256(loaded.module.archive.flatbuffer).hexdigest()
+        self.prefix = "jv_" + self.digest[:16]  # same module, same entry IR: its code is cached
+        self.units = [_Unit(i, c) for i, c in enumerate(call_components(verified))]
+        self.unit_of = {o: u for u in self.units for o in u.ordinals}
+        self.interpreted = run_once(verified)
+        self.fallbacks = {o: None for o in self.interpreted}  # JitExecutable runs these in the interpreter
+        self._interp = None
+        self._ready: set[int] = set()
+        self._lock = threading.Lock()
+        self._compile_lock = threading.Lock()
+        self._modules: list[engine.JitModule] = []  # every tier's code, kept while calls may be in it
+        self._code: dict[int, object] = {}  # ordinal -> ctypes function of its current code
+        native = [o for o in range(n) if o not in self.interpreted]
+        self.entries: dict[int, int] = {}
+        self.fns = {}
+        if native:
+            code = engine.jit_module(entries_ir(self.prefix, n))
+            self._modules.append(code)
+            self.cells = (ctypes.c_void_p * n).from_address(code.global_address(f"{self.prefix}_cells"))
+            self.baseline = (ctypes.c_void_p * n).from_address(code.global_address(f"{self.prefix}_baseline"))
+            self.counts = (ctypes.c_uint64 * n).from_address(code.global_address(f"{self.prefix}_counts"))
+            self.counted = {o: code.address(f"{self.prefix}_counted{o}") for o in native}
+            self.entries = {o: code.address(f"{self.prefix}_entry{o}") for o in native}
+            self.fns = {o: abi.NATIVE_FN(a) for o, a in self.entries.items()}
+            self._stubs = {o: abi.NATIVE_FN(self._stub(o)) for o in native}
+            for o in native:
+                self.cells[o] = ctypes.cast(self._stubs[o], ctypes.c_void_p).value
+
+    # --- what callers see -------------------------------------------------------------------
+
+    def runs_natively(self, ordinal: int) -> bool:
+        if ordinal not in self.entries:
+            return False
+        self.ensure_compiled([ordinal])
+        return ordinal not in self.fallbacks
+
+    def call(self, instance, ordinal: int, args) -> list:
+        if ordinal in self.entries:
+            self.ensure_compiled([ordinal])  # here rather than in the stub: errors raise as they are
+        return super().call(instance, ordinal, args)
+
+    def compile_stats(self) -> dict:
+        tiers = [self.unit_of[o].tier for o in self.entries]
+        late = sum(1 for o in self.fallbacks if o not in self.interpreted)
+        return {"functions": len(self.loaded.verified.functions),
+                "compiled": sum(t is not None for t in tiers) - late,
+                "interpreted": len(self.fallbacks),
+                "uncompiled": sum(t is None for t in tiers),
+                "baseline": sum(t == "baseline" for t in tiers),
+                "full": sum(t == "full" for t in tiers) - late}
+
+    def _stub(self, ordinal: int):
+        """The first call's way in from native code: compile, then run what the cell holds now."""
+        def stub(ctx, args, results, trap):
+            try:
+                self.ensure_compiled([ordinal])
+                fn = self._code.get(ordinal)
+                if fn is None:  # the lowering declined it: the interpreter runs it
+                    address, ictx = self.interpreter.native_entry(instance_of_state(ctx), ordinal)
+                    fn, ctx = abi.NATIVE_FN(address), ictx
+                return fn(ctx, args, results, trap)
+            except BaseException as e:  # noqa: BLE001 - carried to the native caller
+                return traps.park_exception(trap, e)
+        return stub
+
+    # --- compiling ------------------------------------------------------------------------
+
+    def ensure_compiled(self, ordinals) -> None:
+        """Compiles the units of `ordinals` not compiled yet, together (on the compile pool)."""
+        todo = {self.unit_of[o] for o in ordinals if o in self.entries and self.unit_of[o].tier is None}
+        if not todo:
+            return
+        with self._compile_lock:
+            todo = sorted((u for u in todo if u.tier is None), key=lambda u: u.index)
+            if todo:
+                self._compile(todo)
+        if self.tier == "auto" and any(u.tier == "baseline" for u in todo):
+            TIER_UP.watch(self)
+
+    def options(self, unit: _Unit, tier: str) -> dict:
+        full = self.backend.options(self.loaded)
+        if tier == "full":
+            return full
+        if any(compiler.has_loops_in(self.loaded.verified.functions[o]) for o in unit.ordinals):
+            # guarded nests without checks, but none of the jammed copies: the Python side of
+            # lowering them takes 3x longer, and LLVM more than that
+            return {"speed": compiler.BASELINE, "codegen": 0, **{k: v for k, v in full.items() if k in _LOOP_STEPS},
+                    "jam_loops": False}
+        return {"speed": 1, "codegen": 0}
+
+    def _key(self, unit: _Unit, options: dict) -> str:
+        return cache.key(self.digest.encode(), self.backend.target, {**options, "unit": unit.ordinals})
+
+    def _compile(self, units: list[_Unit]) -> None:
+        first = "full" if self.tier == "full" else "baseline"
+        found, missing = [], []
+        for unit in units:
+            hit = None
+            for tier in dict.fromkeys(("full", first)) if self.backend.use_cache else ():  # a tier-up's code first
+                hit = store.load(self._key(unit, self.options(unit, tier)))
+                if hit is not None:
+                    STATS["cache_hits"] += 1
+                    found.append((unit, tier, hit[0], hit[1]))
+                    break
+            if hit is None:
+                missing.append(unit)
+        progress = None
+        if missing and self.backend.progress and first == "full":
+            progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in missing)} functions)")
+        try:
+            found.extend(self._build(missing, first))
+        finally:
+            if progress:
+                progress.done()
+        self._install(found)
+
+    def _lower(self, unit: _Unit, options: dict) -> tuple[str, dict]:
+        steps = {k: v for k, v in options.items() if k in _LOOP_STEPS}
+        lowered = ModuleLowering(self.loaded.verified, f"{self.prefix[3:]}u{unit.index}", **steps).lower(unit.ordinals)
+        STATS["llvm_functions"] += len(lowered.symbols)
+        STATS["blocked_nests"] += lowered.blocked_nests
+        meta = {"groups": [{"key": lowered.key, "symbols": {str(o): s for o, s in lowered.symbols.items()}}],
+                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
+        return str(lowered), meta
+
+    def _build(self, units: list[_Unit], tier: str, in_workers: bool = False):
+        """Lowers and compiles `units` at `tier`, those of one set of options together;
+        yields (unit, tier, objects, meta) and stores each in the code store."""
+        by_options: dict[str, list[_Unit]] = {}
+        for unit in units:
+            by_options.setdefault(json.dumps(self.options(unit, tier), sort_keys=True), []).append(unit)
+        for text, group in by_options.items():
+            options = json.loads(text)
+            metas = []
+
+            def texts():  # each lowered while the workers compile the previous ones
+                for unit in group:
+                    text, unit_meta = self._lower(unit, options)
+                    metas.append(unit_meta)
+                    yield text
+
+            objects = compiler.build_objects(texts(), len(group), self.backend.target, options["speed"],
+                                             options["codegen"], options.get("slp", True), in_workers)
+            STATS["compiled_modules"] += len(group)
+            for unit, obj, meta in zip(group, objects, metas):
+                if self.backend.use_cache:
+                    store.store(self._key(unit, options), [obj], meta)
+                yield unit, tier, [obj], meta
+
+    def _install(self, built) -> None:
+        """Links the units' code into this process and points their cells at it."""
+        if not built:
+            return
+        code = loader.load([obj for _unit, _tier, objects, _meta in built for obj in objects])
+        self._modules.append(code)
+        for unit, tier, _objects, meta in built:
+            for group in meta["groups"]:
+                self._fill_type_table(group["key"], code)
+                unit.symbols = {int(o): s for o, s in group["symbols"].items()}
+            for ordinal, name, op, reason in meta["fallbacks"]:
+                if ordinal not in self.fallbacks:
+                    self.fallbacks[ordinal] = (ordinal, name, op, reason)
+                    STATS["fallback_functions"] += 1
+                    warnings.warn(f"jitvm: {self.loaded.name}.{name} runs in the interpreter: cannot lower {op} "
+                                  f"({reason})", RuntimeWarning, stacklevel=4)
+            if tier == "baseline" and self.options(unit, "baseline") == self.options(unit, "full"):
+                tier = "full"  # loop-free code in a loop-free module: one tier only
+            swap = self.tier == "auto" and tier == "baseline"
+            for ordinal, symbol in unit.symbols.items():
+                address = code.address(symbol)
+                self._code[ordinal] = abi.NATIVE_FN(address)
+                if swap:  # baseline code through the counting entry, until the tier-up
+                    self.baseline[ordinal] = address
+                    self.cells[ordinal] = self.counted[ordinal]
+                else:
+                    self.cells[ordinal] = address
+            if unit.tier == "baseline" and tier == "full":
+                dispatch_runner.forget_costs([self.entries[o] for o in unit.symbols])
+                STATS["tier_ups"] += 1
+            unit.tier = tier
+
+    # --- tiering up -----------------------------------------------------------------------
+
+    def hot_units(self) -> list[_Unit]:
+        if self.tier != "auto":
+            return []
+        return [u for u in self.units if u.tier == "baseline" and any(self.counts[o] >= HOT_CALLS for o in u.ordinals)]
+
+    def pending(self) -> bool:
+        return self.tier == "auto" and any(u.tier == "baseline" for u in self.units)
+
+    def tier_up(self, units: list[_Unit]) -> None:
+        """Compiles `units` with the full pipeline on worker processes, then swaps them in."""
+        built = list(self._build(units, "full", in_workers=True))
+        with self._compile_lock:
+            self._install(built)
+
+
+class TierUp:
+    """The background thread that recompiles hot baseline code with the full pipeline."""
+
+    def __init__(self):
+        self._watched: "weakref.WeakSet[LazyExecutable]" = weakref.WeakSet()
+        self._wake = threading.Condition()
+        self._thread = None
+        self.busy = False
+
+    def watch(self, executable: LazyExecutable) -> None:
+        with self._wake:
+            self._watched.add(executable)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jitvm-tier-up", daemon=True)
+                self._thread.start()
+            self._wake.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._wake:
+                while not self._watched:
+                    self._wake.wait()
+                self.busy = True
+            worked = False
+            for executable in list(self._watched):
+                hot = executable.hot_units()
+                if hot:
+                    worked = True
+                    try:
+                        executable.tier_up(hot)
+                    except Exception as e:  # noqa: BLE001 - the baseline code stays
+                        for unit in hot:
+                            unit.tier = "failed"
+                        warnings.warn(f"jitvm: tier-up of {executable.loaded.name} failed ({e}); "
+                                      f"its baseline code stays", RuntimeWarning)
+                if not executable.pending():
+                    self._watched.discard(executable)
+            with self._wake:
+                self.busy = False
+                self._wake.notify_all()
+                if not worked:
+                    self._wake.wait(POLL_SECONDS)
+
+    def idle(self) -> bool:
+        return not self.busy and not any(e.hot_units() for e in list(self._watched))
+
+    def wait(self, timeout: float | None = None, progress: bool = True) -> bool:
+        """Waits until no hot function waits for its full tier; False on timeout. Says so
+        on stderr once waiting has taken more than a second (someone is waiting)."""
+        start = time.perf_counter()
+        shown = False
+        while not self.idle():
+            elapsed = time.perf_counter() - start
+            if timeout is not None and elapsed > timeout:
+                return False
+            if progress and not shown and elapsed > 1.0:
+                sys.stderr.write("jitvm: waiting for optimised code (tier-up) ...\n")
+                shown = True
+            with self._wake:
+                self._wake.wait(POLL_SECONDS)
+        if shown:
+            sys.stderr.write(f"jitvm: optimised code ready after {time.perf_counter() - start:.1f} s\n")
+        return True
+
+
+TIER_UP = TierUp()
+
+
+def wait_for_tier_up(timeout: float | None = None) -> bool:
+    """Blocks until hot functions of every lazily compiled module run their full tier."""
+    return TIER_UP.wait(timeout)

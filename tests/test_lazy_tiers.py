@@ -1,0 +1,198 @@
+"""Lazy compilation and tiers (jitvm.lower.lazy): what is compiled when, and that every tier
+computes the interpreter's bits.
+
+Laziness is observed through the executables' compile_stats(): exports never called stay
+uncompiled, `__init` runs in the interpreter, a native caller reaching a function not yet
+compiled goes through its stub (which compiles it), a kernel compiles at its first dispatch.
+Tier swaps happen while other threads call; results must not change across them.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import jitvm
+from jitvm.frontend.asm import assemble
+from jitvm.lower import lazy
+from jitvm.lower.backend import JitBackend
+from jitvm.lower.llvm import compiler
+from jitvm.runtime.modules.hal import executable as hal_executable
+from jitvm.runtime.native import cache
+
+CALLEE = """
+vm.module @callee version 0
+
+vm.export @twice
+vm.func @twice(%i0: i32) -> (i32) {
+  %i1 = vm.add.i32 %i0, %i0
+  vm.return %i1
+}
+
+vm.export @unused
+vm.func @unused(%i0: i32) -> (i32) {
+  %i1 = vm.const.i32 7
+  %i2 = vm.mul.i32 %i0, %i1
+  vm.return %i2
+}
+"""
+
+CALLER = """
+vm.module @caller version 0
+vm.import @callee.twice cconv "0i_i"
+
+vm.export @sum_twice
+vm.func @sum_twice(%i0: i32) -> (i32) {
+^bb0:
+  %i1 = vm.const.i32.zero
+  %i2 = vm.const.i32 1
+  vm.br ^bb1(%i1->%i3, %i1->%i4)
+^bb1:
+  %i5 = vm.cmp.lt.i32.s %i3, %i0
+  vm.cond_br %i5, ^bb2(), ^bb3()
+^bb2:
+  %i6 = vm.call @callee.twice(%i3)
+  %i7 = vm.add.i32 %i4, %i6
+  %i8 = vm.add.i32 %i3, %i2
+  vm.br ^bb1(%i8->%i3, %i7->%i4)
+^bb3:
+  vm.return %i4
+}
+"""
+
+
+def _modules(tmp_path):
+    a, b = tmp_path / "callee.vmfb", tmp_path / "caller.vmfb"
+    a.write_bytes(assemble(CALLEE))
+    b.write_bytes(assemble(CALLER))
+    return str(a), str(b)
+
+
+def _executable(module):
+    return module._instance.loaded.executable
+
+
+def test_exports_never_called_are_never_compiled(tmp_path):
+    callee, _ = _modules(tmp_path)
+    m = jitvm.load(callee, tier="full")
+    assert _executable(m).compile_stats()["uncompiled"] == 2
+    assert m.twice(21) == 42
+    stats = _executable(m).compile_stats()
+    assert (stats["compiled"], stats["uncompiled"]) == (1, 1)  # `unused` was never called
+
+
+def test_a_native_caller_compiles_its_callee_through_the_stub(tmp_path):
+    callee, caller = _modules(tmp_path)
+    m = jitvm.load([callee, caller], tier="full")
+    callee_exe = m.modules["callee"]._instance.loaded.executable
+    assert callee_exe.compile_stats()["uncompiled"] == 2
+    assert m.sum_twice(10) == sum(2 * i for i in range(10))  # caller's native loop calls callee.twice
+    assert callee_exe.compile_stats()["compiled"] == 1
+    assert m.sum_twice(100) == sum(2 * i for i in range(100))
+
+
+def test_init_runs_in_the_interpreter_and_kernels_compile_at_first_dispatch():
+    m = jitvm.load("example:cnn", tier="baseline")
+    host = _executable(m).compile_stats()
+    assert host["interpreted"] >= 1 and host["compiled"] == 0  # __init (and what only it calls)
+    kernels = [lm.executable for lm in list(hal_executable._loaded_cache.values())
+               if isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is
+               _executable(m).backend]
+    assert kernels and all(k.compile_stats()["compiled"] == 0 for k in kernels)
+    x = np.random.default_rng(0).random((1, 28, 28, 1), np.float32)
+    got = m.predict(x)
+    assert any(k.compile_stats()["compiled"] > 0 for k in kernels)
+    want = jitvm.load("example:cnn", backend="interp").predict(x)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+@pytest.mark.parametrize("tier", ["baseline", "full"])
+def test_every_tier_computes_the_interpreters_bits(tier):
+    x = np.random.default_rng(1).random((1, 28, 28, 1), np.float32)
+    got = jitvm.load("example:cnn", tier=tier).predict(x)
+    want = jitvm.load("example:cnn", backend="interp").predict(x)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_tier_swap_under_concurrent_calls(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))  # nothing cached: a real tier-up
+    m = jitvm.load("example:cnn", tier="auto")
+    rng = np.random.default_rng(2)
+    inputs = [rng.random((1, 28, 28, 1), np.float32) for _ in range(4)]
+    ref = jitvm.load("example:cnn", backend="interp")
+    want = [ref.predict(x) for x in inputs]
+    problems = []
+    stop = threading.Event()
+
+    def caller(k):
+        n = 0
+        while not stop.is_set() or n < 3:
+            got = m.predict(inputs[(k + n) % 4])
+            if not np.array_equal(got.view(np.uint32), want[(k + n) % 4].view(np.uint32)):
+                problems.append((k, n))
+            n += 1
+
+    for x, w in zip(inputs[:2], want):  # baseline code, called again: hot
+        assert np.array_equal(m.predict(x).view(np.uint32), w.view(np.uint32))
+    threads = [threading.Thread(target=caller, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        assert lazy.wait_for_tier_up(300)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not problems
+    kernels = [lm.executable for lm in list(hal_executable._loaded_cache.values())
+               if isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is _executable(m).backend]
+    stats = [k.compile_stats() for k in kernels]
+    assert stats and all(s["baseline"] == 0 and s["full"] == s["compiled"] > 0 for s in stats), repr(stats)
+    for x, w in zip(inputs, want):  # and after the swap
+        assert np.array_equal(m.predict(x).view(np.uint32), w.view(np.uint32))
+
+
+def test_full_tier_is_todays_pipeline_on_the_same_ir(tmp_path):
+    """tier="full" lowers a function as the load-everything JIT does and compiles it with the
+    same options; only the symbol prefix differs."""
+    from jitvm.frontend.module import load_module
+    from jitvm.lower.module import ModuleLowering
+    from jitvm.runtime.vm.bytecode import LoadedModule
+    from jitvm.verify import verify_module
+
+    callee, _ = _modules(tmp_path)
+    verified = verify_module(load_module(callee))
+    eager = JitBackend(use_cache=False, progress=False)
+    lazy_be = JitBackend(use_cache=False, progress=False, tier="full")
+    exe = LoadedModule(verified, lazy_be).executable
+    unit = exe.unit_of[0]
+    assert exe.options(unit, "full") == eager.options(LoadedModule(verified, lazy_be))
+    text, _meta = exe._lower(unit, exe.options(unit, "full"))
+    today = str(ModuleLowering(verified, "K").lower([0]))
+    assert text.replace(f"{exe.prefix[3:]}u{unit.index}", "K") == today
+    assert exe.options(unit, "baseline")["speed"] == 1  # loop-free: today's quick options
+
+
+def test_a_damaged_unit_in_the_store_is_compiled_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    callee, _ = _modules(tmp_path)
+    assert jitvm.load(callee, tier="full").twice(4) == 8
+    objects = [p for p in (tmp_path / "store").glob("*/*/code.0.o")]
+    assert objects
+    for p in objects:
+        data = bytearray(p.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        p.write_bytes(bytes(data))
+    cache._warned.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert jitvm.load(callee, tier="full").twice(5) == 10
+    assert any("damaged or stale" in str(w.message) for w in caught)
+
+
+def test_unknown_tier_is_an_argument_error():
+    with pytest.raises(jitvm.ArgumentError, match="unknown tier"):
+        jitvm.load("example:hello", tier="fast")
