@@ -6,7 +6,9 @@ user of a small model makes: an add of two 4xf32, a 4x8 @ 8x16 + relu, softmax 1
 matmul 128, each compiled for VMVX and timed under iree.runtime (local-sync) and under
 jitvm (JIT, one thread) in one process, batches alternating (bench.alternate), medians
 over the rounds, warm-up excluded. With --llvm-cpu, IREE's native build of the same MLIR
-runs beside them (local-sync). The jitvm.runtime column is the iree.runtime drop-in (its
+runs beside them: under iree.runtime on local-sync and on local-task (all cores), and under
+jitvm (its host code, IREE's kernels) on one thread and on all, every result compared bit for
+bit with local-sync's. The jitvm.runtime column is the iree.runtime drop-in (its
 FunctionInvoker and DeviceArray, local-sync), each result taken to numpy as IREE's is.
 
     python -m bench.host_overhead                         # 1,000 calls a way per model
@@ -29,6 +31,9 @@ from bench.models import matmul, softmax
 from bench.models.mlir import Function, Value
 from bench.models.spec import ModelSpec
 from bench.models import ops
+
+
+LLVM_SYNC, LLVM_JIT1 = "iree.runtime llvm-cpu local-sync", "jitvm llvm-cpu (1 thr)"
 
 
 def _add4() -> ModelSpec:
@@ -66,16 +71,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", nargs="*", default=None, help="model names (default: all)")
     p.add_argument("--rounds", type=int, default=200, help="batches per way, alternating")
     p.add_argument("--batch", type=int, default=5, help="calls per batch")
-    p.add_argument("--llvm-cpu", action="store_true", help="also time IREE's llvm-cpu build (local-sync)")
+    p.add_argument("--llvm-cpu", action="store_true", help="also time IREE's llvm-cpu build (IREE and jitvm)")
     p.add_argument("--layers", action="store_true", help="also profile jitvm's call layer by layer")
     args = p.parse_args(argv)
     chosen = models()
     if args.models:
         chosen = {n: s for n, s in chosen.items() if n in args.models}
     print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} x {args.batch} calls a way, medians")
-    cols = ["iree.runtime vmvx", "jitvm", "jitvm.runtime"] + (["iree.runtime llvm-cpu"] if args.llvm_cpu else [])
-    print("| call | " + " | ".join(f"{c} us" for c in cols) + " | jitvm / iree vmvx |")
-    print("|---" * (len(cols) + 2) + "|")
+    threads = os.cpu_count() or 1
+    native_cols = [LLVM_SYNC, LLVM_JIT1, f"iree.runtime llvm-cpu local-task ({threads} thr)",
+                   f"jitvm llvm-cpu ({threads} thr)"]
+    cols = ["iree.runtime vmvx", "jitvm", "jitvm.runtime"] + (native_cols if args.llvm_cpu else [])
+    ratios = ["jitvm / iree vmvx"] + (["jitvm llvm-cpu 1 thr / local-sync", f"{threads} thr / local-task"]
+                                      if args.llvm_cpu else [])
+    print("| call | " + " | ".join(f"{c} us" for c in cols) + " | " + " | ".join(ratios) + " |")
+    print("|---" * (len(cols) + len(ratios) + 1) + "|")
     profiles = []
     for spec in chosen.values():
         vmfb = str(compile_model(spec, "vmvx", log=lambda *a: None))
@@ -86,18 +96,28 @@ def main(argv: list[str] | None = None) -> int:
                                         spec.function)}
         if args.llvm_cpu:
             native = str(compile_model(spec, "llvm-cpu", log=lambda *a: None))
-            fns["iree.runtime llvm-cpu"] = getattr(ireert.load_vm_flatbuffer_file(native, driver="local-sync"),
-                                                   spec.function)
-        reference = np.asarray(fns["iree.runtime vmvx"](*inputs))
-        for way in ("jitvm", "jitvm.runtime"):
-            got = np.asarray(fns[way](*inputs))
-            if not np.array_equal(reference.view(np.uint8), got.view(np.uint8)):
-                print(f"{spec.name}: {way}'s result differs from IREE's", file=sys.stderr)
-                return 1
+            for col, driver in zip(native_cols[::2], ("local-sync", "local-task")):
+                fns[col] = getattr(ireert.load_vm_flatbuffer_file(native, driver=driver), spec.function)
+            for col, n in zip(native_cols[1::2], (1, threads)):
+                fns[col] = jitvm.load(native, threads=n).function(spec.function)
+        same = {"iree.runtime vmvx": ("jitvm", "jitvm.runtime"), LLVM_SYNC: native_cols[1:] if args.llvm_cpu else ()}
+        for ref_way, ways in same.items():
+            if ref_way not in fns:
+                continue
+            reference = np.asarray(fns[ref_way](*inputs))
+            for way in ways:
+                got = np.asarray(fns[way](*inputs))
+                if not np.array_equal(reference.view(np.uint8), got.view(np.uint8)):
+                    print(f"{spec.name}: {way}'s result differs from {ref_way}'s", file=sys.stderr)
+                    return 1
         calls = {way: (lambda fn: lambda *a: np.asarray(fn(*a)))(fn) for way, fn in fns.items()}
         medians = alternating_medians(calls, inputs, args.rounds, args.batch, warm_up=20)
         row = " | ".join(f"{medians[c] * 1e6:.1f}" for c in cols)
-        print(f"| {spec.name} | {row} | {medians['jitvm'] / medians['iree.runtime vmvx']:.2f} |", flush=True)
+        quotients = [medians["jitvm"] / medians["iree.runtime vmvx"]]
+        if args.llvm_cpu:
+            quotients += [medians[native_cols[1]] / medians[native_cols[0]],
+                          medians[native_cols[3]] / medians[native_cols[2]]]
+        print(f"| {spec.name} | {row} | " + " | ".join(f"{q:.2f}" for q in quotients) + " |", flush=True)
         if args.layers:
             profiles.append(host_layers.table(spec.name, host_layers.layers(fns["jitvm"], inputs, args.rounds,
                                                                             args.batch)))

@@ -6,10 +6,13 @@
 
 Per model, each configuration runs in a fresh process (bench/measure.py): IREE's VMVX
 interpreter on local-sync (the reference every ratio divides) and local-task, jitvm's JIT
-on one thread and on all cores, and IREE's llvm-cpu code on local-task (the native
-ceiling). The all-cores JIT process starts with an empty JITVM_CACHE_DIR (its load is
+on one thread and on all cores, IREE's llvm-cpu code on local-sync and local-task (the
+native ceiling), and the same llvm-cpu module under jitvm ("jitvm host + IREE llvm-cpu
+kernels": jitvm compiles the host code and runs IREE's kernels on its executor) on one
+thread and on all. The all-cores JIT process starts with an empty JITVM_CACHE_DIR (its load is
 the cold, compiling load); the one-thread process reuses that cache (the cached load).
-Every output is checked against local-sync's. `--rounds` alternates the configurations
+Every output is checked against local-sync's; the llvm-cpu module's outputs under jitvm
+must equal IREE's llvm-cpu local-sync outputs bit for bit (the same machine code ran). `--rounds` alternates the configurations
 several times and pools their samples, so slow drifts in machine load hit all alike.
 """
 
@@ -54,10 +57,17 @@ COLUMNS = [  # table order
     Config("interp-task", f"IREE interp local-task ({THREADS} thr)", "iree", "vmvx", "local-task", threads=THREADS),
     Config("jit-1", "jitvm JIT 1 thr", "jitvm", "vmvx", threads=1),
     Config("jit-all", f"jitvm JIT {THREADS} thr", "jitvm", "vmvx", threads=THREADS),
+    Config("llvm-sync", "IREE llvm-cpu local-sync", "iree", "llvm-cpu", "local-sync", rtol=compare.NATIVE_RTOL),
     Config("llvm-cpu", f"IREE llvm-cpu local-task ({THREADS} thr)", "iree", "llvm-cpu", "local-task",
            threads=THREADS, rtol=compare.NATIVE_RTOL),
+    Config("jit-llvm-1", "jitvm host + IREE llvm-cpu kernels 1 thr", "jitvm", "llvm-cpu", threads=1,
+           rtol=compare.NATIVE_RTOL),
+    Config("jit-llvm-all", f"jitvm host + IREE llvm-cpu kernels {THREADS} thr", "jitvm", "llvm-cpu",
+           threads=THREADS, rtol=compare.NATIVE_RTOL),
 ]
-RUN_ORDER = ["interp-sync", "interp-task", "jit-all", "jit-1", "llvm-cpu"]  # jit-all first: the cold load
+# jit-all first: the cold load
+RUN_ORDER = ["interp-sync", "interp-task", "jit-all", "jit-1", "llvm-sync", "llvm-cpu", "jit-llvm-1", "jit-llvm-all"]
+SAME_BITS = {"jit-llvm-1": "llvm-sync", "jit-llvm-all": "llvm-sync"}  # config -> the one it must equal exactly
 
 
 def select(specs: dict[str, ModelSpec], names: list[str] | None) -> list[ModelSpec]:
@@ -137,6 +147,11 @@ def _check(spec: ModelSpec, configs: dict, results: dict, work: Path) -> None:
         outputs = list(np.load(work / f"{key}-0.npz").values())
         verdict = compare.check(reference, outputs, exact=spec.exact and c.target == "vmvx", rtol=c.rtol)
         r["check"], r["ok"] = verdict.text(), verdict.ok
+        twin = SAME_BITS.get(key)
+        if twin is not None and "error" not in results.get(twin, {"error": 1}):
+            same = compare.check(list(np.load(work / f"{twin}-0.npz").values()), outputs, exact=True, rtol=0.0)
+            r["check"] += f"; {'bit-exact' if same.ok else 'DIFFERS from'} {configs[twin].label}"
+            r["ok"] = verdict.ok and same.ok
         if not verdict.ok:
             print(f"\n  !!!!! {spec.name} {c.label}: {verdict.text()} !!!!!\n", flush=True)
 

@@ -145,6 +145,89 @@ def test_library_dispatch_does_not_depend_on_the_host_backend(built, backend):
     _assert_equals_iree(built["embedded/softmax"], built["corpus"]["softmax"], backend)
 
 
+def _forced_threads(n: int):
+    from jitvm.lower.backend import JitBackend
+
+    backend = JitBackend(threads=n, progress=False)
+    backend.dispatch_runner().force_threads = n
+    return backend
+
+
+@pytest.mark.parametrize("name", ["matmul", "conv2d", "softmax", "reductions"])
+def test_library_grids_on_two_threads_equal_iree(built, name):
+    """Every grid of more than one workgroup split across two threads: same bits as IREE."""
+    m = dataclasses.replace(built["corpus"][name], vmfb=built[f"embedded/{name}"])
+    backend = _forced_threads(2)
+    module = jitvm.load(str(m.vmfb), backend=backend)
+    try:
+        problems = corpus_calls_differ_from_iree(module, m, m.vmfb)
+        assert not problems, "\n".join(problems)
+    finally:
+        module.close()
+        backend.dispatch_runner().close()
+
+
+def test_memoized_command_buffers_replay_with_no_python(built, monkeypatch):
+    """After the first call (which prepares the replay), a call of an llvm-cpu module runs its
+    memoized command buffer natively: native execution never calls back into Python."""
+    from jitvm.runtime.modules.hal import native as hal_native
+
+    m = built["corpus"]["matmul"]
+    module = jitvm.load(str(built["embedded/matmul"]), threads=1)
+    oracle, keep = iree_session(built["embedded/matmul"], False)
+    calls = []
+    real = hal_native._callback
+    monkeypatch.setattr(hal_native, "_callback", lambda *a: calls.append(a[0]) or real(*a))
+    try:
+        for round_ in range(3):
+            for i, call in enumerate(m.calls):
+                args = make_inputs(m, i)
+                trapped, message, want = iree_call(oracle, call.function, args)
+                assert not trapped, message
+                got = module[call.function](*args)
+                assert not same_result(got, want[0], 0)
+            if round_ == 0:
+                assert calls, "the first calls prepare their replays through Python"
+                calls.clear()
+        assert calls == []
+    finally:
+        module.close()
+        del keep
+
+
+def _export_file_offset(built, index: int) -> tuple[int, str]:
+    """(file offset, name) of export `index`'s machine code in the matmul ELF."""
+    parsed, image, lib = _library(built["elf"])
+    try:
+        e = lib.exports[index]
+        vaddr = e.function - image.bias
+    finally:
+        lib.close()
+        image.close()
+    seg = next(s for s in parsed.segments if s.vaddr <= vaddr < s.vaddr + s.filesz)
+    return seg.offset + vaddr - seg.vaddr, e.name
+
+
+@pytest.mark.skipif(HOST.name != "x86_64", reason="patches x86_64 machine code")
+@pytest.mark.parametrize("backend", backends_under_test())
+def test_a_kernels_nonzero_return_is_a_trap(built, tmp_path, backend):
+    """An export returning nonzero (its code replaced by `mov eax, -7; ret`) fails the call
+    with IREE's INTERNAL status, naming the export and the first workgroup."""
+    at, name = _export_file_offset(built, 0)
+    path = _module_with_elf(built, tmp_path, lambda d: d[:at] + b"\xb8\xf9\xff\xff\xff\xc3" + d[at + 6:])
+    module = jitvm.load(str(path), backend=backend)
+    a, b = make_inputs(built["corpus"]["matmul"], 0)
+    try:
+        for _ in range(2):  # the first call prepares the replay, the second replays it natively
+            with pytest.raises(jitvm.Trap, match=rf"executable entry point {name} returned catastrophic error -7 "
+                                                 rf"\(workgroup 0, 0, 0\)") as info:
+                module.matmul_4x8x5(a, b)
+            assert info.value.status == 13  # IREE_STATUS_INTERNAL
+        assert module.matmul_acc is not None
+    finally:
+        module.close()
+
+
 def _loaded_formats(monkeypatch) -> list[str]:
     made: list[str] = []
     real = native_executable.create_library_executable
@@ -548,3 +631,44 @@ def test_random_damage_never_escapes_as_a_bare_exception(built):
             pass
 
     damaged()
+
+
+# --- structural mutants, loaded in worker processes ------------------------------------------
+
+
+def _elf_campaign(seeds: list[bytes], count: int, seed: int) -> tuple[dict, list]:
+    from collections import Counter
+
+    from jitvm.fuzz.mutation import BUG, CRASH, HANG, MutantPool
+    from jitvm.fuzz.mutation.elf_fields import mutants
+
+    made = {key: (data, what) for key, data, what in mutants(seeds, count, seed)}
+    outcomes, findings = Counter(), []
+    with MutantPool("elf", workers=2, timeout=60.0, batch=16, options={"seeds": seeds}) as pool:
+        for key, (status, detail, _) in pool.run((k, d) for k, (d, _) in made.items()):
+            outcomes[status] += 1
+            if status in (BUG, CRASH, HANG):
+                findings.append(f"{status} ({made[key][1]}): {detail[-600:]}")
+    return dict(outcomes), findings
+
+
+def test_structural_elf_mutants_never_crash_or_hang(built):
+    """500 mutants of the matmul ELF's headers, dynamic entries, relocations and symbols,
+    each loaded in a worker process: rejected with a jitvm.Error, or loaded."""
+    outcomes, findings = _elf_campaign([built["elf"].read_bytes()], 500, 21)
+    assert not findings, "\n".join(findings)
+    assert outcomes.get("rejected", 0) > 100 and outcomes.get("accepted", 0) > 50, outcomes
+
+
+@pytest.mark.slow
+def test_two_thousand_elf_mutants_of_seven_programs(tmp_path):
+    """Issue 21's campaign (bench/elf_mutants.py runs it too): 2,000 structural mutants of the
+    embedded ELFs of seven corpus programs: 0 crashes, 0 hangs, every rejection a jitvm.Error."""
+    from jitvm.fuzz.mutation.elf_fields import seed_elfs
+
+    names = ["matmul", "conv2d", "softmax", "reductions", "elementwise_f32", "quant_matmul_i8", "dynamic_shapes"]
+    root = Path(__file__).resolve().parent / "corpus" / "mlir"
+    seeds = seed_elfs([root / f"{n}.mlir" for n in names], tmp_path)
+    outcomes, findings = _elf_campaign(seeds, 2000, 2026)
+    assert not findings, "\n".join(findings)
+    assert sum(outcomes.values()) == 2000

@@ -177,13 +177,17 @@ class LazyExecutable(JitExecutable):
             if hit is None:
                 missing.append(unit)
         progress = None
-        if missing and self.backend.progress and first == "full":
+        if missing and self.backend.progress:  # the caller waits for these (a tier-up says nothing)
             progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in missing)} functions)")
         try:
             found.extend(self._build(missing, first))
         finally:
             if progress:
                 progress.done()
+        for unit, tier, _objects, _meta in found[:len(units) - len(missing)]:
+            if tier == "baseline":  # stored by an earlier process: in use again, so hot already
+                for o in unit.ordinals:
+                    self.counts[o] = max(self.counts[o], HOT_CALLS)
         self._install(found)
 
     def _lower(self, unit: _Unit, options: dict) -> tuple[str, dict]:

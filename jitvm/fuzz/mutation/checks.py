@@ -2,7 +2,7 @@
 
 "jitvm" loads and verifies, then renders every verified instruction (the disassembler must
 cope with whatever verifies) and, with options["run"], runs the module with that runner;
-"iree" is IREE's loader; "selftest" proves the pool's bookkeeping. Anything but jitvm.Error
+"iree" is IREE's loader; "elf" loads an embedded ELF mutant (elf_fields.py); "selftest" proves the pool's bookkeeping. Anything but jitvm.Error
 out of jitvm is a BUG.
 """
 
@@ -70,6 +70,55 @@ def _check_iree(data: bytes, options: dict) -> tuple[str, str]:
     return ACCEPTED, ""
 
 
+_elf_seeds: dict[int, tuple] = {}  # seed index -> (query symbol value, its code bytes)
+
+
+def _check_elf(data: bytes, options: dict) -> tuple[str, str]:
+    """An embedded ELF mutant (elf_fields.py): `data` is the seed's index (u32) and the
+    mutant. It is read and validated, mapped, relocated and protected; when its query
+    function is the seed's, same address and same bytes once mapped, and it has no
+    initializers, the query is called and the library's tables read and checked as
+    executable.create does. Code a mutant points elsewhere (a moved query symbol, code
+    bytes that changed, an initializer) is not run: machine code is trusted, as IREE trusts it."""
+    import ctypes
+    import struct
+
+    import jitvm
+    from jitvm.runtime.modules.hal import elf as elfmod
+    from jitvm.runtime.modules.hal.library import Library, check_constants
+
+    (index,) = struct.unpack_from("<I", data)
+    mutant = data[4:]
+    seed = _elf_seeds.get(index)
+    if seed is None:
+        original = elfmod.read_elf(options["seeds"][index], "<seed>")
+        q = original.query_symbol()
+        seed = _elf_seeds[index] = (q.value, q.size, original.file_bytes(q.value, q.size, "query"))
+    image = None
+    try:
+        parsed = elfmod.read_elf(mutant, "<mutant>")
+        image = elfmod.load(parsed, run_initializers=False)
+        q = parsed.query_symbol()
+        if parsed.init is not None or parsed.init_array is not None:
+            return ACCEPTED, "mapped; not queried (an initializer would run code the mutant points at)"
+        address = image.address(elfmod.QUERY_SYMBOL)
+        if (q.value, q.size) != seed[:2] or ctypes.string_at(address, q.size) != seed[2]:
+            return ACCEPTED, "mapped; not queried (the query function's code is not the seed's)"
+        library = Library(address, "<mutant>", None, image.readable, image)
+        try:
+            check_constants(library)
+        finally:
+            library.close()
+    except jitvm.Error as e:
+        return REJECTED, f"{type(e).__name__}: {e}"
+    except Exception:  # noqa: BLE001 - the finding: anything but jitvm.Error is a bug
+        return BUG, traceback.format_exc()
+    finally:
+        if image is not None:
+            image.close()
+    return ACCEPTED, "loaded and queried"
+
+
 def _check_selftest(data: bytes, options: dict) -> tuple[str, str]:
     """Proves the pool's bookkeeping: b"crash" kills the worker, b"hang" never answers."""
     if data == b"crash":
@@ -83,4 +132,4 @@ def _check_selftest(data: bytes, options: dict) -> tuple[str, str]:
 
 
 CHECKS: dict[str, Callable[[bytes, dict], tuple[str, str]]] = {
-    "jitvm": _check_jitvm, "iree": _check_iree, "selftest": _check_selftest}
+    "jitvm": _check_jitvm, "iree": _check_iree, "elf": _check_elf, "selftest": _check_selftest}

@@ -17,6 +17,9 @@ from ..vm.objects import VmBuffer, VmList
 from .fpu import denormals_flushed
 
 VMVX_ENTRY_CCONV = "0rrriiiiiiiii_v"
+# Workgroup-local memory is 64-byte aligned, as IREE's workers' is: llvm-cpu code may load it
+# with aligned vector instructions (VMVX kernels do not care).
+LOCAL_MEMORY_ALIGNMENT = 64
 
 
 @dataclass(frozen=True)

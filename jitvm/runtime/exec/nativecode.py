@@ -3,7 +3,7 @@
 Its parts call each other's internal functions, so they are one text: the grid walker
 (grid.ll), the pool's threads (pool.ll, on hosts with futexes; serial.ll elsewhere: split
 loops run on the calling thread), the sequence runner and its thread policy (replay.ll,
-fill.ll), and, when asked for, the workgroup trace (trace.ll). The values those templates
+fill.ll), llvm-cpu library exports as workgroups (library.ll), and, when asked for, the workgroup trace (trace.ll). The values those templates
 are rendered with are here; runtime.exec.workers (the pool) and runtime.exec.replay (the
 sequences and their policy) describe what the code does and drive it from Python.
 """
@@ -13,9 +13,11 @@ from __future__ import annotations
 import ctypes
 import threading
 
+from ...errors import STATUS_CODES
 from ..native import engine, template
 from ..native import target as targets
 from . import fpu, trace
+from .library import LIBRARY_FAILED
 from .dispatch_args import VIEW_REFS
 
 # futex(2) through syscall(2): the system call number per host architecture, and the pause
@@ -59,6 +61,8 @@ def ir_text(pool_arch: str | None, traced: bool) -> str:
     parts.append(template.render(
         __package__, "replay.ll", fill_loops=fills, RUNS_PER_THREAD=RUNS_PER_THREAD, SERIAL_MARGIN=SERIAL_MARGIN,
         REPROBE=REPROBE, REPROBE_MAX=REPROBE_MAX, VIEW_REFS=VIEW_REFS))
+    parts.append(template.render(__package__, "library.ll", S_INTERNAL=STATUS_CODES["INTERNAL"],
+                                 K_LIBRARY_FAILED=LIBRARY_FAILED.code))
     if traced:
         parts.append(trace.ir_text())
     return "".join(parts)
@@ -69,7 +73,7 @@ class NativeCode:
 
     def __init__(self):
         fpu.register_symbols()
-        engine.provide(engine.libc(("clock_gettime", "syscall", "pthread_self")))
+        engine.provide(engine.libc(("clock_gettime", "syscall", "pthread_self", "sched_getcpu")))
         arch = targets.host().arch
         self.pooled = arch in SYS_FUTEX
         traced = trace.requested()
@@ -77,6 +81,8 @@ class NativeCode:
                                       export=("jv_parallel_for",  # called by split loops
                                               "jv_run_sequence"))  # and by the HAL's native execution
         self.run_steps = self.code.function("jv_run_steps", _RUN_STEPS)
+        self.library_workgroup = self.code.address("jv_library_workgroup")  # runtime.exec.library
+        self.library_import_thunk = self.code.address("jv_library_import_thunk")
         self.run_sequence = self.code.function("jv_run_sequence", _RUN_STEPS)
         self.try_hold = self.code.function("jv_pool_try_hold", _HOLD)
         self.release = self.code.function("jv_pool_release", _RELEASE)

@@ -152,20 +152,27 @@ relative:
   ret ptr %data
 }
 
-; Points step %s's views into this run's buffers.
+; Points step %s's views into this run's buffers (a library step's: its binding pointers).
 define internal void @point_views(ptr %s, ptr %bases) {
 entry:
 ${fields Step %s s}
   %views = load ptr, ptr %s.views
   %count = load i64, ptr %s.view_count
+  %library32 = load i32, ptr %s.library
+  %library = icmp ne i32 %library32, 0
   %none = icmp eq i64 %count, 0
   br i1 %none, label %done, label %loop
 loop:
-  %j = phi i64 [ 0, %entry ], [ %j1, %loop ]
+  %j = phi i64 [ 0, %entry ], [ %j1, %next ]
   %j.off = mul i64 %j, ${sizeof View}
   %v = getelementptr inbounds i8, ptr %views, i64 %j.off
   %obj = load ptr, ptr %v
   %data = call ptr @view_address(ptr %v, ptr %bases)
+  br i1 %library, label %pointer, label %buffer
+pointer:
+  store ptr %data, ptr %obj
+  br label %next
+buffer:
   %plen = getelementptr inbounds i8, ptr %v, i64 ${View.length}
   %len = load i64, ptr %plen
   %pacc = getelementptr inbounds i8, ptr %v, i64 ${View.access}
@@ -176,6 +183,8 @@ loop:
   store i64 %len, ptr %ol
   %oa = getelementptr inbounds i8, ptr %obj, i64 ${Buffer.access}
   store i32 %acc, ptr %oa
+  br label %next
+next:
   %j1 = add i64 %j, 1
   %more = icmp ult i64 %j1, %count
   br i1 %more, label %loop, label %done
@@ -284,11 +293,29 @@ own:
   call void @llvm.memset.p0.i64(ptr %local_data, i8 0, i64 %local_size, i1 false)
   br label %choose
 choose:
-  %wanted = call i32 @jv_choose_threads(ptr %seq, ptr %s, i64 %total)
+  %chosen = call i32 @jv_choose_threads(ptr %seq, ptr %s, i64 %total)
+  %sequential32 = load i32, ptr %s.sequential
+  %sequential = icmp ne i32 %sequential32, 0
+  %wanted = select i1 %sequential, i32 1, i32 %chosen
   %pooled = icmp ne ptr %pool, null
   %multi = icmp ugt i32 %wanted, 1
   %parallel = and i1 %pooled, %multi
   %n = select i1 %parallel, i32 %wanted, i32 1
+  %library32 = load i32, ptr %s.library
+  %library = icmp ne i32 %library32, 0
+  br i1 %library, label %concurrency, label %load_step
+concurrency:
+  ; a library's dispatch state says how many workgroups may run at once (IREE's
+  ; max_concurrency: 1 on local-sync, the worker count on local-task)
+  %call = load ptr, ptr %s.ctx
+  %pmax = getelementptr inbounds i8, ptr %call, i64 ${LibraryCall.state}
+  %pmax1 = getelementptr inbounds i8, ptr %pmax, i64 ${ExeDispatchState.max_concurrency}
+  %wide = icmp ugt i32 %n, 255
+  %nmax = select i1 %wide, i32 255, i32 %n
+  %n8 = trunc i32 %nmax to i8
+  store i8 %n8, ptr %pmax1
+  br label %load_step
+load_step:
   %fn = load ptr, ptr %s.fn
   %ctx = load ptr, ptr %s.ctx
   %consts = load ptr, ptr %s.consts
@@ -404,7 +431,9 @@ measured:
   call void @record_cost(ptr %s, i32 %n, i64 %ns, i64 %total)
   br label %checked
 checked:
-  br i1 %owned, label %check, label %out
+  %not_library = xor i1 %library, true
+  %vm_args = and i1 %owned, %not_library
+  br i1 %vm_args, label %check, label %out
 check:
   %clean = call i1 @untouched(ptr %s)
   br i1 %clean, label %out, label %mark

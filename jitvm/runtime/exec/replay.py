@@ -35,6 +35,7 @@ from __future__ import annotations
 import ctypes
 
 from ..native.layout import SequenceT, StepT, TrapT, ViewT
+from .library import LibraryCall
 from .nativecode import native
 
 
@@ -59,22 +60,34 @@ class Sequence:
         self._keep = list(keep)  # what the steps point at: views, arguments, constants
 
     def set_step(self, i: int, target: tuple[int, int], constants: int, bindings: int, local, grid,
-                 views=None) -> None:
+                 views=None, cost_key: int | None = None) -> None:
         """Step i runs entry `target` (fn, ctx) over `grid` with `local` memory (a VmBuffer).
         `views`, (view address, slot index or -1, offset, length, access) per binding: the step
-        owns its arguments and repoints them per run; None: a Python dispatch's own."""
+        owns its arguments and repoints them per run; None: a Python dispatch's own. The
+        thread policy measures the entry's cost under `cost_key` (default: its fn)."""
         s = self.steps[i]
         s.fn, s.ctx = target
         s.consts, s.bindings, s.local = constants, bindings, local.addr
         s.local_data, s.local_size = local.data_address, local.length
         s.helper_locals, s.helper_data = self.runner.helper_locals(s.local_size)
-        s.cost = self.runner.cost_address(target[0])
+        s.cost = self.runner.cost_address(target[0] if cost_key is None else cost_key)
         s.cx, s.cy, s.cz = grid
         s.total = grid[0] * grid[1] * grid[2]
         if views is not None:
             arr = _views_array(views)
             s.views, s.view_count, s.owned = ctypes.addressof(arr), len(views), 1
             self._keep.append(arr)
+
+    def set_library_step(self, i: int, call: LibraryCall, local, bindings) -> None:
+        """Step i runs the library dispatch `call` (runtime.exec.library) with `local` memory
+        (a 64-byte-aligned VmBuffer); `bindings`, (slot index or -1, offset, length) each,
+        repoint its binding pointers per run."""
+        views = [(call.pointer_address(j), slot, offset, length, 0) for j, (slot, offset, length) in enumerate(bindings)]
+        self.set_step(i, (native().library_workgroup, call.address), 0, 0, local, call.grid, views,
+                      cost_key=call.entry.function)
+        s = self.steps[i]
+        s.library, s.sequential = 1, int(call.entry.sequential)
+        self._keep += [call, local]
 
     def set_fill(self, i: int, target: tuple[int, int, int], pattern: int, width: int) -> None:
         """Step i fills `target` (slot index or -1, offset or address, length) with `pattern`."""

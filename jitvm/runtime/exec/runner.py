@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import ctypes
 import os
+import threading
 import weakref
 
 from ...frontend import isa
 from ..native.layout import CostT, RunnerT
 from ..vm import traps
 from ..vm.bytecode import describe_frame
+from ..vm.objects import VmBuffer
 from . import fpu, replay, workers
-from .dispatch import Dispatch, PreparedDispatch, PreparedFill, SerialDispatchRunner
+from .dispatch import LOCAL_MEMORY_ALIGNMENT, Dispatch, PreparedDispatch, PreparedFill, SerialDispatchRunner
+from .library import LibraryCall, LibraryDispatch, LibraryEntry, PreparedLibraryDispatch
 from .nativecode import native
 
 SPARE_SEQUENCES = 4  # one-step sequences kept for Python dispatches (one per concurrent caller)
@@ -139,7 +142,18 @@ class NativeDispatchRunner:
             if len(self._spare) < SPARE_SEQUENCES:
                 self._spare.append(seq)
 
-    def prepare(self, steps: list[PreparedDispatch | PreparedFill]) -> replay.Sequence | None:
+    def run_library(self, dispatch: LibraryDispatch) -> None:
+        """A library export's dispatch from Python (runtime.exec.library): one native step."""
+        call = LibraryCall(dispatch.entry, dispatch.workgroup_count, dispatch.constants,
+                           [length for _, length in dispatch.bindings])
+        if 0 in call.grid:
+            return
+        seq = replay.Sequence(self, 1)
+        seq.set_library_step(0, call, library_local(dispatch.entry), [(-1, address, length)
+                                                                      for address, length in dispatch.bindings])
+        self.run_sequence(seq, None)
+
+    def prepare(self, steps: list[PreparedDispatch | PreparedLibraryDispatch | PreparedFill]) -> replay.Sequence | None:
         """The dispatches and fills as one native sequence, or None if a dispatch is not native."""
         compile_together(d.entry for d in steps if isinstance(d, PreparedDispatch))
         targets = [self._native_target(d.entry) if isinstance(d, PreparedDispatch) else None for d in steps]
@@ -149,6 +163,9 @@ class NativeDispatchRunner:
         for i, (d, target) in enumerate(zip(steps, targets)):
             if isinstance(d, PreparedFill):
                 seq.set_fill(i, d.target, d.pattern, d.pattern_length)
+            elif isinstance(d, PreparedLibraryDispatch):
+                call = LibraryCall(d.entry, d.workgroup_count, d.constants, [n for _, _, n in d.bindings])
+                seq.set_library_step(i, call, library_local(d.entry), d.bindings)
             else:
                 seq.set_step(i, target, d.constants.addr, d.bindings.addr, d.local_memory, d.workgroup_count,
                              d.views)
@@ -186,6 +203,26 @@ def failure(seq: replay.Sequence) -> BaseException:
             traps.take_exception(seq.records[j], describe_frame)
         seq.statuses[j] = 0
     return traps.take_exception(seq.records[k], describe_frame)
+
+
+def library_local(entry: LibraryEntry) -> VmBuffer:
+    """A library step's workgroup-local memory (the calling thread's share): 64-byte aligned,
+    as IREE's workers' is (the code may use aligned vector loads); zeroed before each run."""
+    return VmBuffer.allocate(entry.local_memory_size, LOCAL_MEMORY_ALIGNMENT)
+
+
+_shared: NativeDispatchRunner | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_runner() -> NativeDispatchRunner:
+    """The process's native runner on all threads, for library dispatches of hosts whose
+    backend brings no native runner (the interpreter's VMVX runner is Python)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = NativeDispatchRunner()
+    return _shared
 
 
 def writes_globals(instance) -> bool:

@@ -25,6 +25,7 @@ import weakref
 
 from ..native.layout import PoolT
 from ..vm.objects import VmBuffer
+from .dispatch import LOCAL_MEMORY_ALIGNMENT
 from .nativecode import NativeCode, native
 
 SPIN_NS = 300_000  # how long a waiter spins before it sleeps
@@ -69,7 +70,7 @@ class NativePool:
         their data addresses); native code zeroes it before each dispatch that uses it."""
         pair = self._locals.get(size)
         if pair is None:
-            bufs = [VmBuffer.allocate(size) for _ in range(self.helpers)]
+            bufs = [VmBuffer.allocate(size, LOCAL_MEMORY_ALIGNMENT) for _ in range(self.helpers)]
             n = max(1, self.helpers)
             pair = (bufs, (ctypes.c_void_p * n)(*[b.addr for b in bufs]),
                     (ctypes.c_void_p * n)(*[b.data_address for b in bufs]))

@@ -257,7 +257,8 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("runs", "u64"), ("one", "f64"), ("many", "f64"), ("has_one", "u32"), ("has_many", "u32"),
         ("next_probe", "u64"), ("interval", "u64"), ("best", "u32"), ("_pad", "u32"),
     ],
-    # A binding view to repoint: data = bases[slot] + offset (slot -1: offset is the address).
+    # A binding view to repoint: data = bases[slot] + offset (slot -1: offset is the address);
+    # `view` is the vm.buffer to repoint, or a library step's binding pointer.
     "View": [
         ("view", "ptr"), ("slot", "i64"), ("offset", "u64"), ("length", "u64"), ("access", "u32"),
         ("_pad", "u32"),
@@ -266,12 +267,16 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
     # `owned`: the arguments belong to the sequence (local memory is zeroed first, the
     # kernel's use of them checked after); a single dispatch from Python brings its own. A
     # fill instead when `fill_width` (1, 2, 4 or 8) is set: `pattern` over its one view's range.
+    # `library`: an llvm-cpu export (runtime.exec.library): `fn` is the adapter, `ctx` its
+    # LibraryCall, and each view's `view` the binding pointer to repoint; `sequential`: the
+    # export asks for its workgroups in order, on one thread.
     "Step": [
         ("fn", "ptr"), ("ctx", "ptr"), ("consts", "ptr"), ("bindings", "ptr"), ("local", "ptr"),
         ("local_data", "ptr"), ("local_size", "u64"), ("helper_locals", "ptr"), ("helper_data", "ptr"),
         ("cost", "ptr"), ("views", "ptr"), ("view_count", "u64"), ("total", "u64"),
         ("cx", "u32"), ("cy", "u32"), ("cz", "u32"), ("owned", "u32"), ("touched", "u32"),
-        ("fill_width", "u32"), ("pattern", "u64"), ("ran_on", "u32"), ("_pad", "u32"),
+        ("fill_width", "u32"), ("pattern", "u64"), ("ran_on", "u32"), ("library", "u32"),
+        ("sequential", "u32"), ("_pad", "u32"),
     ],
     # Steps and what running them needs: per share (thread) a trap record, the lowest failing
     # workgroup and the status, and the local memory handed to the pool.
@@ -291,6 +296,115 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("index", "i64"),  # the workgroup's linear index, or the chunk's first iteration
         ("start_ns", "i64"), ("end_ns", "i64"),  # CLOCK_MONOTONIC
         ("function", "i64"),  # the address called
+    ],
+    # IREE's executable library ABI, version 0.6 (runtime/src/iree/hal/local/executable_library.h):
+    # what an llvm-cpu library's query returns (runtime.modules.hal.library reads it) and what
+    # its exports are called with (runtime.exec.library). C's natural alignment and padding.
+    "ExeLibraryHeader": [
+        ("version", "u32"),
+        ("name", "ptr"),  # const char*
+        ("features", "u32"),  # IREE_HAL_EXECUTABLE_LIBRARY_FEATURE_*: none are defined (0)
+        ("sanitizer", "u32"),  # SANITIZERS
+    ],
+    "ExeImportTable": [
+        ("count", "u32"),
+        ("symbols", "ptr"),  # const char* const*: names, "?name" for weak imports
+    ],
+    "ExeExportTable": [
+        ("count", "u32"),
+        ("ptrs", "ptr"),  # dispatch function per export
+        ("attrs", "ptr"),  # ExeDispatchAttrs per export (required)
+        ("params", "ptr"),  # optional: ExeDispatchParameter* per export
+        ("occupancy", "ptr"),  # optional
+        ("names", "ptr"),  # const char* per export (required when count > 0)
+        ("tags", "ptr"),  # optional const char* per export
+        ("parameter_names", "ptr"),  # optional string table
+        ("source_locations", "ptr"),  # optional ExeSourceLocation per export
+        ("stage_locations", "ptr"),  # optional ExeStageLocationTable per export
+    ],
+    "ExeConstantTable": [
+        ("count", "u32"),  # executable-level constants the library expects
+    ],
+    "ExeSourceFileTable": [
+        ("count", "u32"),
+        ("files", "ptr"),
+    ],
+    "ExeLibraryV0": [
+        ("header", "ptr"),  # ExeLibraryHeader*
+        ("imports", "ExeImportTable"),
+        ("exports", "ExeExportTable"),
+        ("constants", "ExeConstantTable"),
+        ("sources", "ExeSourceFileTable"),
+    ],
+    "ExeDispatchAttrs": [
+        ("flags", "u64"),  # DISPATCH_FLAG_*
+        ("local_memory_pages", "u16"),  # of LOCAL_MEMORY_PAGE bytes
+        ("constant_count", "u8"),
+        ("binding_count", "u8"),
+        ("workgroup_size_x", "u32"),
+        ("workgroup_size_y", "u32"),
+        ("workgroup_size_z", "u16"),
+        ("parameter_count", "u16"),
+        ("reserved", ("array", "u64", 5)),
+    ],
+    "ExeDispatchParameter": [
+        ("type", "u8"),  # 0 constant, 1 binding, 2 buffer pointer
+        ("size", "u8"),
+        ("flags", "u16"),
+        ("name", "u16"),  # index into parameter_names
+        ("offset", "u16"),
+    ],
+    "ExeSourceLocation": [
+        ("line", "u32"),
+        ("path_length", "u32"),
+        ("path", "ptr"),
+    ],
+    "ExeStageLocationTable": [
+        ("count", "u32"),
+        ("names", "ptr"),
+        ("locations", "ptr"),
+    ],
+    "ExeProcessor": [
+        ("data", ("array", "u64", 8)),  # data[0]: CPU feature bits
+    ],
+    "ExeEnvironment": [
+        ("constants", "ptr"),  # const uint32_t*: executable-level constants
+        ("import_thunk", "ptr"),  # int (*)(fn, params, context, reserved)
+        ("import_funcs", "ptr"),  # one per import (null: unresolved weak import)
+        ("import_contexts", "ptr"),
+        ("processor", "ExeProcessor"),
+    ],
+    "ExeDispatchState": [
+        ("workgroup_size_x", "u32"),
+        ("workgroup_size_y", "u32"),
+        ("workgroup_size_z", "u16"),
+        ("constant_count", "u16"),
+        ("workgroup_count_x", "u32"),
+        ("workgroup_count_y", "u32"),
+        ("workgroup_count_z", "u16"),
+        ("max_concurrency", "u8"),
+        ("binding_count", "u8"),
+        ("constants", "ptr"),  # const uint32_t*
+        ("binding_ptrs", "ptr"),  # void* const*
+        ("binding_lengths", "ptr"),  # const size_t*
+    ],
+    "ExeWorkgroupState": [
+        ("workgroup_id_x", "u32"),
+        ("workgroup_id_y", "u32"),
+        ("workgroup_id_z", "u16"),
+        ("reserved", "u16"),
+        ("processor_id", "u32"),
+        ("local_memory", "ptr"),
+        ("local_memory_size", "u32"),
+    ],
+    # One library dispatch as the grid walker calls it (runtime.exec.library): the export, the
+    # library's environment, its name for trap messages, and the dispatch state its
+    # workgroups share (binding pointers patched per run by a replayed step).
+    "LibraryCall": [
+        ("fn", "ptr"),  # int (*)(const ExeEnvironment*, const ExeDispatchState*, const ExeWorkgroupState*)
+        ("environment", "ptr"),
+        ("name", "ptr"),  # NUL-terminated export name
+        ("state", "ExeDispatchState"),
     ],
 }
 

@@ -129,7 +129,7 @@ class DispatchCommand:
             raise hal_error("INVALID_ARGUMENT", f"binding count mismatch for {entry.name}, expected "
                                                 f"{entry.binding_count} but was provided {len(self.bindings)}")
         count = self.workgroup_count or self._indirect_count(table)
-        if exe.runner is None:  # an llvm-cpu library (hal.native_executable): native pointers, no vm objects
+        if exe.is_library:  # an llvm-cpu library (hal.native_executable): native pointers, no vm objects
             return self._execute_library(exe, entry, count, table)
         try:
             args = self._spare.pop()

@@ -22,5 +22,5 @@ def create_executable(executable_format: str, data: bytes, constants: bytes | No
                                      f"'{executable_format}'; the local CPU device loads "
                                      f"{', '.join(repr(f) for f in supported_formats())}")
     if kind != "vmvx":
-        return create_library_executable(kind, executable_format, data, constants, policy)
+        return create_library_executable(kind, executable_format, data, constants, policy, runner)
     return create_vmvx_executable(data, constants, loader, runner, vmvx_module_factory)

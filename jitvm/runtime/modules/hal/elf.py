@@ -507,8 +507,10 @@ class LoadedElf:
             self.base = 0
 
 
-def load(elf: ElfFile) -> LoadedElf:
-    """Maps a validated embedded ELF (see the module docstring). The ELF must be for this host."""
+def load(elf: ElfFile, run_initializers: bool = True) -> LoadedElf:
+    """Maps a validated embedded ELF (see the module docstring). The ELF must be for this host.
+    `run_initializers=False` maps, relocates and protects it without running any of its code
+    (the ELF mutant campaign: code an initializer entry points at is trusted, not checked)."""
     host = host_machine()
     if host is None or elf.machine is not host:
         raise elf.unsupported(f"is an {elf.machine.name} executable; this host is "
@@ -516,7 +518,8 @@ def load(elf: ElfFile) -> LoadedElf:
     image = map_image(elf)
     try:
         _protect(elf, image, mmap.PAGESIZE)
-        _run_initializers(elf, image)
+        if run_initializers:
+            _run_initializers(elf, image)
     except BaseException:
         image.close()
         raise

@@ -41,6 +41,7 @@ class EntryPoint:
 
 class HalExecutable(NativeObject):
     type_name = "hal.executable"
+    is_library = False  # an llvm-cpu library (hal.native_executable) rather than a VMVX module
 
     def __init__(self, loaded, context: Context, entries: list[EntryPoint], runner: DispatchRunner):
         self.loaded = loaded

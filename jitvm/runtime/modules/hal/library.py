@@ -15,10 +15,9 @@ executable-level constants and embedded sources. Each export is called once per 
 
 returning 0, or nonzero for a catastrophic failure.
 
-Every struct is described once, in LIBRARY_STRUCTS (the format of runtime.native.layout's
-STRUCTS; kept here while runtime/native is being rewritten, to move there unchanged when the
-native executor runs library grids). The CPU feature bits of the environment's processor
-data are IREE's encoding (runtime/src/iree/schemas/cpu_feature_bits.inl), filled from the
+Every struct is described once, in runtime.native.layout (Exe*), which the native executor's
+code reads too (runtime.exec.library runs the exports' grids). The CPU feature bits of the
+environment's processor data are IREE's encoding (runtime/src/iree/schemas/cpu_feature_bits.inl), filled from the
 host features LLVM detects (on arm64 Linux: the kernel's hwcaps, as IREE), which name the
 same features.
 """
@@ -33,157 +32,37 @@ from typing import Callable
 import llvmlite.binding as llvm
 
 from ....errors import FormatError, UnsupportedError
-from ...native import hwcaps, target
+from ...exec.library import DISPATCH_FLAG_SEQUENTIAL  # noqa: F401 - the ABI's flags, together
+from ...exec.nativecode import native as native_executor
+from ...native import hwcaps, layout, target
 from .errors import hal_error
 
 LIBRARY_VERSION = 6  # IREE_HAL_EXECUTABLE_LIBRARY_VERSION_0_6, what iree-base-runtime 3.13 asks for
 LOCAL_MEMORY_PAGE = 4096  # IREE_HAL_EXECUTABLE_WORKGROUP_LOCAL_MEMORY_PAGE_SIZE
 MAX_CONSTANT_COUNT = 64
 MAX_BINDING_COUNT = 64
-PROCESSOR_DATA_CAPACITY = 8
+PROCESSOR_DATA_CAPACITY = len(layout.CTYPES["ExeProcessor"]().data)
 
-DISPATCH_FLAG_SEQUENTIAL = 1 << 0
 DISPATCH_FLAG_WORKGROUP_SIZE_DYNAMIC = 1 << 1
 
 SANITIZERS = {0: "none", 1: "address", 2: "memory", 3: "thread", 4: "undefined"}
 
-# Field types as in runtime.native.layout: scalar names, "ptr", another struct's name, or
-# ("array", type, count). C's natural alignment and padding apply (ctypes.Structure).
-LIBRARY_STRUCTS: dict[str, list[tuple[str, object]]] = {
-    "ExeLibraryHeader": [
-        ("version", "u32"),
-        ("name", "ptr"),  # const char*
-        ("features", "u32"),  # IREE_HAL_EXECUTABLE_LIBRARY_FEATURE_*: none are defined (0)
-        ("sanitizer", "u32"),  # SANITIZERS
-    ],
-    "ExeImportTable": [
-        ("count", "u32"),
-        ("symbols", "ptr"),  # const char* const*: names, "?name" for weak imports
-    ],
-    "ExeExportTable": [
-        ("count", "u32"),
-        ("ptrs", "ptr"),  # dispatch function per export
-        ("attrs", "ptr"),  # ExeDispatchAttrs per export (required)
-        ("params", "ptr"),  # optional: ExeDispatchParameter* per export
-        ("occupancy", "ptr"),  # optional
-        ("names", "ptr"),  # const char* per export (required when count > 0)
-        ("tags", "ptr"),  # optional const char* per export
-        ("parameter_names", "ptr"),  # optional string table
-        ("source_locations", "ptr"),  # optional ExeSourceLocation per export
-        ("stage_locations", "ptr"),  # optional ExeStageLocationTable per export
-    ],
-    "ExeConstantTable": [
-        ("count", "u32"),  # executable-level constants the library expects
-    ],
-    "ExeSourceFileTable": [
-        ("count", "u32"),
-        ("files", "ptr"),
-    ],
-    "ExeLibraryV0": [
-        ("header", "ptr"),  # ExeLibraryHeader*
-        ("imports", "ExeImportTable"),
-        ("exports", "ExeExportTable"),
-        ("constants", "ExeConstantTable"),
-        ("sources", "ExeSourceFileTable"),
-    ],
-    "ExeDispatchAttrs": [
-        ("flags", "u64"),  # DISPATCH_FLAG_*
-        ("local_memory_pages", "u16"),  # of LOCAL_MEMORY_PAGE bytes
-        ("constant_count", "u8"),
-        ("binding_count", "u8"),
-        ("workgroup_size_x", "u32"),
-        ("workgroup_size_y", "u32"),
-        ("workgroup_size_z", "u16"),
-        ("parameter_count", "u16"),
-        ("reserved", ("array", "u64", 5)),
-    ],
-    "ExeDispatchParameter": [
-        ("type", "u8"),  # 0 constant, 1 binding, 2 buffer pointer
-        ("size", "u8"),
-        ("flags", "u16"),
-        ("name", "u16"),  # index into parameter_names
-        ("offset", "u16"),
-    ],
-    "ExeSourceLocation": [
-        ("line", "u32"),
-        ("path_length", "u32"),
-        ("path", "ptr"),
-    ],
-    "ExeStageLocationTable": [
-        ("count", "u32"),
-        ("names", "ptr"),
-        ("locations", "ptr"),
-    ],
-    "ExeProcessor": [
-        ("data", ("array", "u64", PROCESSOR_DATA_CAPACITY)),  # data[0]: CPU feature bits
-    ],
-    "ExeEnvironment": [
-        ("constants", "ptr"),  # const uint32_t*: executable-level constants
-        ("import_thunk", "ptr"),  # int (*)(fn, params, context, reserved)
-        ("import_funcs", "ptr"),  # one per import (null: unresolved weak import)
-        ("import_contexts", "ptr"),
-        ("processor", "ExeProcessor"),
-    ],
-    "ExeDispatchState": [
-        ("workgroup_size_x", "u32"),
-        ("workgroup_size_y", "u32"),
-        ("workgroup_size_z", "u16"),
-        ("constant_count", "u16"),
-        ("workgroup_count_x", "u32"),
-        ("workgroup_count_y", "u32"),
-        ("workgroup_count_z", "u16"),
-        ("max_concurrency", "u8"),
-        ("binding_count", "u8"),
-        ("constants", "ptr"),  # const uint32_t*
-        ("binding_ptrs", "ptr"),  # void* const*
-        ("binding_lengths", "ptr"),  # const size_t*
-    ],
-    "ExeWorkgroupState": [
-        ("workgroup_id_x", "u32"),
-        ("workgroup_id_y", "u32"),
-        ("workgroup_id_z", "u16"),
-        ("reserved", "u16"),
-        ("processor_id", "u32"),
-        ("local_memory", "ptr"),
-        ("local_memory_size", "u32"),
-    ],
-}
-
-# Sizes the C header implies (and its static_asserts bound); checked when the types are built.
+# The ABI's structs are runtime.native.layout's Exe* (declared there once: the executor's
+# native code reads the dispatch and workgroup states); the C header implies these sizes (its
+# static_asserts bound them).
 _SIZES = {"ExeLibraryHeader": 24, "ExeLibraryV0": 128, "ExeDispatchAttrs": 64, "ExeDispatchParameter": 8,
           "ExeEnvironment": 96, "ExeDispatchState": 48, "ExeWorkgroupState": 32}
+assert all(layout.sizeof(name) == size for name, size in _SIZES.items()), _SIZES
 
-_SCALARS = {"u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
-            "ptr": ctypes.c_void_p}
-
-
-def _build() -> dict[str, type[ctypes.Structure]]:
-    out: dict[str, type[ctypes.Structure]] = {}
-
-    def ctype(t):
-        if isinstance(t, tuple):
-            _, inner, n = t
-            return ctype(inner) * n
-        return _SCALARS[t] if t in _SCALARS else out[t]
-
-    for name, fields in LIBRARY_STRUCTS.items():
-        out[name] = type(name, (ctypes.Structure,), {"_fields_": [(n, ctype(t)) for n, t in fields]})
-    for name, size in _SIZES.items():
-        assert ctypes.sizeof(out[name]) == size, (name, ctypes.sizeof(out[name]), size)
-    return out
-
-
-CTYPES = _build()
-HeaderT = CTYPES["ExeLibraryHeader"]
-LibraryV0T = CTYPES["ExeLibraryV0"]
-DispatchAttrsT = CTYPES["ExeDispatchAttrs"]
-EnvironmentT = CTYPES["ExeEnvironment"]
-DispatchStateT = CTYPES["ExeDispatchState"]
-WorkgroupStateT = CTYPES["ExeWorkgroupState"]
+HeaderT = layout.CTYPES["ExeLibraryHeader"]
+LibraryV0T = layout.CTYPES["ExeLibraryV0"]
+DispatchAttrsT = layout.CTYPES["ExeDispatchAttrs"]
+EnvironmentT = layout.CTYPES["ExeEnvironment"]
+DispatchStateT = layout.CTYPES["ExeDispatchState"]
+WorkgroupStateT = layout.CTYPES["ExeWorkgroupState"]
 
 QUERY_FN = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p)
 DISPATCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
-IMPORT_THUNK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)
 
 
 # --- processor data: IREE's CPU feature bits ------------------------------------------------
@@ -290,7 +169,6 @@ class Library:
         env.constants = ctypes.addressof(self._constants) if self.constant_values else None
         for i, v in enumerate(host_processor_data()):
             env.processor.data[i] = v
-        self._thunk = IMPORT_THUNK(_import_thunk)
         self._import_arrays = None
         result = QUERY_FN(query_address)(LIBRARY_VERSION, ctypes.addressof(env))
         if not result:
@@ -359,7 +237,7 @@ class Library:
         contexts = (ctypes.c_void_p * table.count)()
         self._import_arrays = (funcs, contexts)
         env = self.environment
-        env.import_thunk = ctypes.cast(self._thunk, ctypes.c_void_p).value
+        env.import_thunk = native_executor().library_import_thunk  # fails every call: nothing is resolved
         env.import_funcs = ctypes.addressof(funcs)
         env.import_contexts = ctypes.addressof(contexts)
 
@@ -411,12 +289,6 @@ class Library:
             self._close()
             self._close = None
         self._keep = None
-
-
-def _import_thunk(fn, params, context, reserved) -> int:
-    """The environment's import thunk: no import is ever resolved here, so a call means the
-    library ignored a null import; it fails instead of jumping to address 0."""
-    return -1
 
 
 def check_constants(library: Library) -> None:

@@ -5,22 +5,11 @@ object, written to a temporary file and opened with the system loader (ctypes.CD
 removed once open. Either way the library is queried and verified as IREE does (hal.library)
 and its exports become the executable's functions, in table order.
 
-Dispatching is TEMPORARY in this phase: `SerialLibraryRunner` calls the export once per
-workgroup through ctypes (GIL released during each call), z outermost and x innermost as
-IREE's inline executor does, with denormals flushed. The next phase hands a `LibraryDispatch`
-to the native executor, which walks the grid on its threads with no Python per workgroup.
-
-What that executor must offer (the contract `SerialLibraryRunner.run` implements now): given
-the export's function address, the environment's address, an ExeDispatchState filled as
-below and the grid (x, y, z with z < 2**16), run `int fn(env, dispatch_state, workgroup_state)`
-for every workgroup id, each worker with an ExeWorkgroupState of its own (ids, processor_id,
-its own zeroed local memory of `export.local_memory_size` bytes), with denormals flushed
-(FTZ/DAZ, FPCR.FZ) on every worker thread; stop claiming work at the first nonzero return
-and report the lowest failing linear index and its code (what a serial loop reports);
-exports flagged DISPATCH_FLAG_SEQUENTIAL run on one thread. The dispatch state's
-workgroup_size is (1, 1, 1) and max_concurrency the worker count (1 here, as local-sync).
-For command-buffer replay the binding pointer array is patched per execution from the
-binding table's slot bases, as PreparedDispatch.views does for VMVX.
+Dispatches run on the native executor (runtime.exec.library): the export's workgroups on
+the grid walker and the pool, as VMVX entries run, with no Python per dispatch when a
+command buffer is replayed (hal.prepared) and none per workgroup ever. The executable's
+runner is the host backend's native one, or the process's shared one when the backend has
+none (the interpreter's).
 """
 
 from __future__ import annotations
@@ -29,97 +18,32 @@ import ctypes
 import os
 import struct
 import tempfile
-from dataclasses import dataclass
-from functools import lru_cache
 
 from ....errors import FormatError, UnsupportedError
-from ...exec.fpu import denormals_flushed
-from ...vm.objects import VmBuffer
+from ...exec.library import DISPATCH_FLAG_SEQUENTIAL, LibraryDispatch, LibraryEntry
+from ...exec.runner import shared_runner
 from . import elf as elf_loader
 from .errors import hal_error
 from .executable import EntryPoint, HalExecutable
-from .library import DispatchStateT, Export, Library, WorkgroupStateT, check_constants
-
-
-@dataclass(frozen=True)
-class LibraryDispatch:
-    """One dispatch of a library export, everything its workgroups need.
-
-    `binding_ptrs`/`binding_lengths` are ctypes arrays (void*, size_t) of `export.binding_count`
-    entries; `constants` the address of `export.constant_count` u32s (0 when none). All of it
-    stays valid until the runner returns."""
-
-    library: Library
-    export: Export
-    workgroup_count: tuple[int, int, int]
-    constants: int
-    binding_ptrs: object
-    binding_lengths: object
-
-
-@lru_cache(maxsize=None)
-def _sched_getcpu():
-    try:
-        fn = ctypes.CDLL(None).sched_getcpu
-    except (OSError, AttributeError):
-        return lambda: 0
-    fn.restype = ctypes.c_int
-    fn.argtypes = []
-    return lambda: max(0, fn())
-
-
-class SerialLibraryRunner:
-    """Temporary: one ctypes call per workgroup on the calling thread (IREE's local-sync order)."""
-
-    def run(self, d: LibraryDispatch) -> None:
-        e = d.export
-        cx, cy, cz = d.workgroup_count
-        cz &= 0xFFFF  # the dispatch state holds z as uint16, as IREE's does
-        state = DispatchStateT()
-        state.workgroup_size_x = state.workgroup_size_y = state.workgroup_size_z = 1  # static dispatch config
-        state.constant_count = e.constant_count
-        state.workgroup_count_x, state.workgroup_count_y, state.workgroup_count_z = cx, cy, cz
-        state.max_concurrency = 1
-        state.binding_count = e.binding_count
-        state.constants = d.constants or None
-        state.binding_ptrs = ctypes.addressof(d.binding_ptrs)
-        state.binding_lengths = ctypes.addressof(d.binding_lengths)
-        # 64-byte aligned as IREE's workers' local memory is (the code may load it with aligned
-        # vector instructions; ctypes buffers are only 16-byte aligned)
-        local = VmBuffer.allocate(e.local_memory_size, 64) if e.local_memory_size else None
-        wg = WorkgroupStateT()
-        wg.processor_id = _sched_getcpu()()
-        wg.local_memory = local.data_address if local is not None else None
-        wg.local_memory_size = e.local_memory_size
-        fn = d.library._fns[e.ordinal]
-        env, ds, ws = d.library.environment_address, ctypes.addressof(state), ctypes.addressof(wg)
-        with denormals_flushed():
-            for z in range(cz):
-                wg.workgroup_id_z = z
-                for y in range(cy):
-                    wg.workgroup_id_y = y
-                    for x in range(cx):
-                        wg.workgroup_id_x = x
-                        rc = fn(env, ds, ws)
-                        if rc:
-                            raise hal_error("INTERNAL", f"executable entry point {e.name} returned catastrophic "
-                                                        f"error {rc} (workgroup {x}, {y}, {z})")
-
-
-SERIAL_RUNNER = SerialLibraryRunner()
+from .library import Library, check_constants
 
 
 class LibraryExecutable(HalExecutable):
     """A loaded llvm-cpu library; function ids are export indices."""
 
-    def __init__(self, library: Library, executable_format: str, runner=SERIAL_RUNNER):
+    is_library = True
+
+    def __init__(self, library: Library, executable_format: str, runner=None):
         self.library = library
         self.format = executable_format
         self.exports = library.exports
         self.entries = [EntryPoint(e.name, None, e.local_memory_size, e.constant_count, e.binding_count)
                         for e in library.exports]
-        self.runner = None  # no VMVX-style runner: recorded dispatches are never replayed natively here
-        self.library_runner = runner
+        self.library_entries = [LibraryEntry(e.name, e.function, library.environment_address, e.local_memory_size,
+                                             e.constant_count, e.binding_count, bool(e.flags & DISPATCH_FLAG_SEQUENTIAL),
+                                             library)
+                                for e in library.exports]
+        self.runner = runner if callable(getattr(runner, "run_library", None)) else shared_runner()
 
     def lookup(self, name: str) -> int:
         for e in self.exports:
@@ -139,11 +63,7 @@ class LibraryExecutable(HalExecutable):
     def dispatch(self, function_id: int, count: tuple[int, int, int], constants: int,
                  bindings: list[tuple[int, int]]) -> None:
         """Runs export `function_id` over `count` workgroups; `bindings` are (address, length)."""
-        e = self.exports[function_id]
-        n = max(1, len(bindings))
-        ptrs = (ctypes.c_void_p * n)(*[a for a, _ in bindings])
-        lengths = (ctypes.c_size_t * n)(*[length for _, length in bindings])
-        self.library_runner.run(LibraryDispatch(self.library, e, count, constants, ptrs, lengths))
+        self.runner.run_library(LibraryDispatch(self.library_entries[function_id], count, constants, tuple(bindings)))
 
     def on_destroy(self) -> None:
         self.library.close()
@@ -220,7 +140,7 @@ def _dlclose(handle) -> None:
 
 
 def create_library_executable(loader: str, executable_format: str, data: bytes, constants: bytes | None,
-                              policy) -> LibraryExecutable:
+                              policy, runner=None) -> LibraryExecutable:
     origin = f"<{executable_format} executable>"
     if policy is not None:
         policy.check_loadable(executable_format, origin)
@@ -231,4 +151,4 @@ def create_library_executable(loader: str, executable_format: str, data: bytes, 
     except BaseException:
         library.close()
         raise
-    return LibraryExecutable(library, executable_format)
+    return LibraryExecutable(library, executable_format, runner)

@@ -3,7 +3,8 @@
 A finalized command buffer's consecutive dispatches with static grids form a segment. Its
 first execution resolves every binding against the binding table exactly as a dispatch
 executed from Python would (the same checks, so the same errors) and hands the runner
-the dispatches with arguments of their own (`PreparedDispatch`). What that resolution
+the dispatches with arguments of their own (`PreparedDispatch`; an llvm-cpu library export's
+is a `PreparedLibraryDispatch`, whose binding pointers native code patches per run). What that resolution
 depended on, per table slot used, is the slot's buffer length, range and access (the
 signature); while later tables agree on those, every binding lies at the same offset from
 its slot's first byte, so an execution only computes the slots' base addresses.
@@ -23,6 +24,7 @@ import ctypes
 
 from ....errors import Error
 from ...exec.dispatch import PreparedDispatch, PreparedFill
+from ...exec.library import PreparedLibraryDispatch
 from ...exec.dispatch_args import DispatchArgs, view_access
 from ...exec.runner import failure
 from ...native import layout
@@ -159,8 +161,11 @@ class DispatchSegment:
         address, n = target
         return PreparedFill((*self._place(command.target, address, r), n), command.pattern, command.pattern_length)
 
-    def _dispatch(self, command, table, r: Replica) -> PreparedDispatch | None:
-        entry = command.executable.payload.entry(command.function_id)
+    def _dispatch(self, command, table, r: Replica) -> PreparedDispatch | PreparedLibraryDispatch | None:
+        exe = command.executable.payload
+        if exe.is_library:
+            return self._library_dispatch(command, exe, table, r)
+        entry = exe.entry(command.function_id)
         args = DispatchArgs(len(command.bindings), entry.local_memory_size)
         views = []
         for i, ref in enumerate(command.bindings):
@@ -173,6 +178,22 @@ class DispatchSegment:
         r.args.append((command, args))
         return PreparedDispatch(entry.function, command.workgroup_count, command.constant_buffer,
                                 args.local, args.list, tuple(views))
+
+
+    def _library_dispatch(self, command, exe, table, r: Replica) -> PreparedLibraryDispatch | None:
+        """An llvm-cpu export's dispatch: its binding pointers are patched per run."""
+        bindings = []
+        for ref in command.bindings:
+            buffer, offset, length = ref.resolve(table)
+            if buffer is None:
+                return None
+            address, n = buffer.map_range(offset, length, 0)
+            bindings.append((*self._place(ref, address, r), n))
+        r.args.append(None)
+        constants = command.constant_buffer
+        return PreparedLibraryDispatch(exe.library_entries[command.function_id], command.workgroup_count,
+                                       constants.data_address if command.constants else 0, tuple(bindings),
+                                       keep=(constants, command.executable))
 
 
 def _refs(command) -> tuple:

@@ -3,8 +3,8 @@
 Recording stays in Python (hal.command_buffer: once per reusable command buffer); finalize
 turns the commands into native ones: fills, updates and copies with their buffer operands
 (a buffer or a binding table slot, resolved per execution with IREE's rules), runs of
-replayable dispatches as segments (hal.prepared), and what only Python runs (indirect grids,
-llvm-cpu dispatches) as calls back into it. hal.device.queue.execute(.indirect) then runs
+replayable dispatches as segments (hal.prepared: VMVX entries and llvm-cpu library exports
+alike), and what only Python runs (indirect grids, custom arguments) as calls back into it. hal.device.queue.execute(.indirect) then runs
 a memoized command buffer without Python (execute.ll).
 """
 
