@@ -59,20 +59,14 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:  # `pytest` (not `python -m pytest`) does not put the root on sys.path
     sys.path.insert(0, _ROOT)
 
-from jitvm.fuzz.corpus import CorpusError, CorpusModule, find_tool
+from jitvm.fuzz.corpus import CorpusError, CorpusModule
 from tests.corpus import build_corpus
 
 
 @pytest.fixture(scope="session")
 def corpus() -> list[CorpusModule]:
-    """Every corpus program, compiled (or taken from the content-keyed cache)."""
-    missing = [t for t in ("iree-compile", "iree-as-module") if find_tool(t) is None]
-    if missing:
-        pytest.fail(
-            f"{', '.join(missing)} not found next to the Python interpreter or on PATH: "
-            "install the test extra (pip install -e '.[test]')",
-            pytrace=False,
-        )
+    """Every corpus program, compiled (or taken from the content-keyed cache, which serves a
+    machine without IREE's compiler too: bench/aarch64.sh fills it on the host)."""
     try:
         return build_corpus()
     except CorpusError as e:

@@ -21,15 +21,17 @@ LOAD_SECONDS = 0.5
 LOAD_RSS = 64 << 20
 
 
-def check(path: Path, gib: float) -> None:
+def check(path: Path, gib: float, timed: bool) -> None:
+    """`timed`: also hold the open/load times to LOAD_SECONDS (the slow run only: a busy
+    machine stretches a half-second budget, the default run checks the plumbing)."""
     want = [big.expected_byte(o) for o in big.offsets(gib)]
     opened = big.measure_open(path, "load_module", repeat=3)
     assert opened["info"] == [True, big.segment_bytes(gib), opened["info"][2]]
     assert opened["info"][2] % 64 == 0
-    assert opened["seconds"] <= LOAD_SECONDS, opened
+    assert not timed or opened["seconds"] <= LOAD_SECONDS, opened
     assert opened["rss_growth"] < LOAD_RSS, opened
     loaded = big.measure_open(path, "jitvm.load", repeat=3)  # verify + instantiate too
-    assert loaded["seconds"] <= LOAD_SECONDS, loaded
+    assert not timed or loaded["seconds"] <= LOAD_SECONDS, loaded
     assert loaded["rss_growth"] < LOAD_RSS, loaded
     assert big.read_with_iree(path, gib) == (big.segment_bytes(gib), want)
     assert big.read_with_jitvm(path, gib, "jit") == (big.segment_bytes(gib), want)
@@ -39,7 +41,7 @@ def check(path: Path, gib: float) -> None:
 def test_packed_rodata_module_small(tmp_path):
     path = tmp_path / "small.vmfb"
     big.build(path, 1 / 64)  # 16 MiB of packed nibbles
-    check(path, 1 / 64)
+    check(path, 1 / 64, timed=False)
 
 
 @pytest.mark.slow
@@ -48,6 +50,6 @@ def test_two_gib_of_packed_rodata_opens_lazily_and_reads_right(tmp_path):
     try:
         big.build(path, 2)
         assert path.stat().st_size > 2 << 30
-        check(path, 2)
+        check(path, 2, timed=True)
     finally:
         path.unlink(missing_ok=True)  # pytest keeps recent tmp dirs; not 2 GiB of them

@@ -4,16 +4,19 @@ Registers hold float bits; generated code reads an f32 register as a Python floa
 a memoryview (C's float -> double conversion) and stores by C's double -> float conversion,
 so an f32 add/sub/mul/div/sqrt computed in double and rounded once to float is exactly
 IEEE f32 arithmetic (double has more than 2 * 24 + 2 significand bits, so the double rounding
-is innocuous). When both operands are NaN, IREE gets the first one, quieted (x86 SSE);
-CPython may give either (its generic and specialized float ops differ), so a NaN result
-is corrected by `first_nan`. Moves, selects, loads/stores, abs and neg copy bits and never
+is innocuous). Which NaN an op with NaN operands returns is the host's rule
+(runtime.vm.semantics.HOST: x86 the first NaN, aarch64 the first signalling one, else the
+first), and CPython may give either (its generic and specialized float ops differ), so a
+NaN result is corrected by `first_nan` (or, where an f32's signalling bit was lost in the
+conversion to double, `first_nan_f32` from the registers' bits). Moves, selects, loads/stores, abs and neg copy bits and never
 quiet a signalling NaN, as IREE's C does. Under the flush-to-zero/denormals-are-zero mode
 the HAL sets around dispatches, the hardware conversions flush exactly where IREE's f32
 ops do.
 
 Everything libm computes goes through the same libm functions as IREE and the JIT
 (runtime.native.mathlib). What Python floats would get wrong is handled here:
-  * division by zero raises in Python: `divide_by_zero` gives x86's IEEE results;
+  * division by zero raises in Python: `divide_by_zero` gives the IEEE results (0/0: the
+    host's default NaN);
   * int -> f32 must round once (Python's int -> float rounds to double first);
   * vm.round.f32.even is IREE's fallback implementation (its C23 branch tests the misspelled
     `__STC_VERSION__` and never compiles), which returns +0.0 for -0.5 (roundevenf: -0.0);
@@ -25,11 +28,15 @@ from __future__ import annotations
 import math
 
 from ..runtime.vm import abi
+from ..runtime.vm.semantics import HOST, FloatRules
 from ..runtime.native import mathlib
 
 
-DEFAULT_NAN = abi.f64_from_slot(0xFFF8000000000000)  # x86's "real indefinite" NaN
+DEFAULT_NAN = abi.f64_from_slot(HOST.default_nan_f64)  # as a double: the f32 one when stored
 _QUIET = 0x0008000000000000  # the quiet bit of an f64 NaN
+QUIET_BIT = {"f32": 1 << 22, "f64": 1 << 51}
+_EXPONENT = {"f32": 0x7F800000, "f64": 0x7FF0000000000000}
+_MAGNITUDE = {"f32": 0x7FFFFFFF, "f64": 0x7FFFFFFFFFFFFFFF}
 
 
 def libm(name: str):
@@ -45,7 +52,7 @@ bits_f64 = abi.f64_from_slot
 
 
 def divide_by_zero(x: float, y: float) -> float:
-    """x / y for y == +-0.0 with IEEE (x86) results, where Python raises."""
+    """x / y for y == +-0.0 with IEEE results (0/0: the host's default NaN), where Python raises."""
     if x != x:
         return bits_f64(f64_bits(x) | _QUIET)
     if x == 0.0:
@@ -90,15 +97,59 @@ def round_even_f64(x: float) -> float:
 
 
 
-def first_nan(x: float, y: float, r: float) -> float:
-    """The result of a two-operand op whose Python result `r` is NaN, as IREE's C gives it.
+def is_nan(bits: int, ty: str) -> bool:
+    return bits & _MAGNITUDE[ty] > _EXPONENT[ty]
 
-    x86 SSE returns the first NaN operand, quieted (NaN inputs may come through any
-    order of operands, or CPython's specialized float ops propagate the other one); a NaN
-    produced from non-NaN operands (inf - inf, 0 * inf) is the default NaN in `r`.
+
+def nan_operand(rules: FloatRules, ty: str, operands) -> int | None:
+    """The bits of the NaN an op returns whose operands (bits, in the FPU's order of priority)
+    include a NaN, by `rules`; None when none is a NaN (a NaN result is then the default one)."""
+    quiet = QUIET_BIT[ty]
+    nans = [b for b in operands if is_nan(b, ty)]
+    if not nans:
+        return None
+    if rules.signalling_nan_first:
+        for b in nans:
+            if not b & quiet:
+                return b | quiet
+    return nans[0] | quiet
+
+
+def fma_nan(rules: FloatRules, ty: str, a: int, b: int, c: int) -> int | None:
+    """The bits of the NaN a fused a * b + c returns by `rules` (None: not a NaN-operand case)."""
+    if rules.fma_inf_zero_default_nan and is_nan(c, ty) and c & QUIET_BIT[ty]:
+        mag_a, mag_b = a & _MAGNITUDE[ty], b & _MAGNITUDE[ty]
+        if (mag_a, mag_b) in ((0, _EXPONENT[ty]), (_EXPONENT[ty], 0)):
+            return rules.default_nan(ty)
+    ops = (a, b, c)
+    return nan_operand(rules, ty, [ops[i] for i in rules.fma_nan_order])
+
+
+def first_nan(x: float, y: float, r: float) -> float:
+    """The result of a two-operand op whose Python result `r` is NaN, as IREE's C gives it
+    (f64 operands, or f32 ones where signalling NaNs need no telling apart).
+
+    NaN inputs may come through any order of operands, or CPython's specialized float ops
+    propagate the other one; a NaN produced from non-NaN operands (inf - inf, 0 * inf) is
+    the host's default NaN in `r`.
     """
-    if x != x:
-        return bits_f64(f64_bits(x) | _QUIET)
-    if y != y:
-        return bits_f64(f64_bits(y) | _QUIET)
-    return r
+    nan = nan_operand(HOST, "f64", (f64_bits(x), f64_bits(y)))
+    return r if nan is None else bits_f64(nan)
+
+
+def first_nan_f32(x: int, y: int, r: float) -> float:
+    """`first_nan` from the f32 operands' bits (their signalling bit does not survive the
+    conversion to double)."""
+    nan = nan_operand(HOST, "f32", (x, y))
+    return r if nan is None else bits_f32(nan)
+
+
+def fused_fma_nan(ty: str):
+    """For a fused vm.fma whose libm result is NaN: (a, b, c bits, r) -> the host's NaN (the
+    f32 operands reached libm as doubles, with their signalling bits lost)."""
+    to_float = bits_f32 if ty == "f32" else bits_f64
+
+    def fix(a: int, b: int, c: int, r: float) -> float:
+        nan = fma_nan(HOST, ty, a, b, c)
+        return r if nan is None else to_float(nan)
+    return fix

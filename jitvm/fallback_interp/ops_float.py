@@ -3,7 +3,8 @@
 How exactness is kept is described in floats.py. Per op, following IREE's ops.h:
   * add/sub/mul/div/sqrt: computed in double, rounded once to the register type;
   * fma: a multiply and an add, each rounded, unless runtime.vm.semantics.FUSED_FMA (IREE's
-    x86_64 build does not fuse: FP_FAST_FMAF is not defined there);
+    x86_64 build does not fuse: FP_FAST_FMAF is not defined there; aarch64's FMADD has NaN
+    rules of its own, semantics.FloatRules);
   * rem, ceil, floor, round, transcendental functions, lround/llround: libm;
   * abs/neg flip bits; min/max pick an operand by `<` (NaN handling depends on order) and
     copy its bits; rsqrt is 1 / sqrt(x) rounded at each step;
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from ..frontend.handlers import OpHandlers
 from ..runtime.native.mathlib import POWI
-from ..runtime.vm.semantics import FUSED_FMA
+from ..runtime.vm.semantics import FUSED_FMA, HOST
 from . import floats
 
 handles = OpHandlers("interpreter")  # this family's part of registry.HANDLERS
@@ -44,18 +45,27 @@ def _name(pattern: str, ty: str) -> str:
 
 # --- arithmetic ---------------------------------------------------------------------------------
 
-def binary(op: str, a: str, b: str) -> str:
+def binary(op: str, a: str, b: str, operand_bits: tuple[str, str] | None = None) -> str:
     """An expression for `a op b` on Python floats with C's NaN propagation (floats.first_nan).
 
     `r` holds the raw Python result; the operand expressions are re-read only for NaNs.
+    `operand_bits` (expressions of the f32 operands' register bits) tell signalling NaNs
+    apart where the host's rule needs it.
     """
+    if operand_bits is not None and HOST.signalling_nan_first:
+        return f"r if (r := {a} {op} {b}) == r else NAN1B32({operand_bits[0]}, {operand_bits[1]}, r)"
     return f"r if (r := {a} {op} {b}) == r else NAN1({a}, {b}, r)"
+
+
+def _f32_bits(e, ins, ty: str, *names: str) -> tuple[str, ...] | None:
+    return tuple(bits(e, ins[n], ty) for n in names) if ty == "f32" else None
 
 
 def _arith(op: str):
     def emit(e, ins):
         ty = ins.op.type
-        expr = binary(op, value(e, ins["left"], ty), value(e, ins["right"], ty))
+        expr = binary(op, value(e, ins["left"], ty), value(e, ins["right"], ty),
+                      _f32_bits(e, ins, ty, "left", "right"))
         e.line(f"{value(e, ins['result'], ty)} = {expr}")
     return emit
 
@@ -64,7 +74,8 @@ def _div(e, ins):
     ty = ins.op.type
     e.line(f"x = {value(e, ins['left'], ty)}")
     e.line(f"y = {value(e, ins['right'], ty)}")
-    e.line(f"{value(e, ins['result'], ty)} = ({binary('/', 'x', 'y')}) if y else FDIV0(x, y)")
+    e.line(f"{value(e, ins['result'], ty)} = ({binary('/', 'x', 'y', _f32_bits(e, ins, ty, 'left', 'right'))}) "
+           f"if y else FDIV0(x, y)")
 
 
 def _libm_binary(name: str):
@@ -138,8 +149,10 @@ def _fma(e, ins):
     ty = ins.op.type
     a, b, c = (value(e, ins[n], ty) for n in ("first", "second", "third"))
     out = value(e, ins["result"], ty)
-    if FUSED_FMA:
-        e.line(f"{out} = {libm(e, 'fma', ty)}({a}, {b}, {c})")
+    if FUSED_FMA:  # the hardware's NaN rules, from the operands' bits (floats.fma_nan)
+        ab, bb, cb = (bits(e, ins[n], ty) for n in ("first", "second", "third"))
+        fix = "FMANAN32" if ty == "f32" else "FMANAN64"
+        e.line(f"{out} = r if (r := {libm(e, 'fma', ty)}({a}, {b}, {c})) == r else {fix}({ab}, {bb}, {cb}, r)")
     elif ty == "f32":  # the product is rounded to float before the add
         e.line(f"{e.scratch_f32()} = {binary('*', a, b)}")
         e.line(f"{out} = {binary('+', e.scratch_f32(), c)}")

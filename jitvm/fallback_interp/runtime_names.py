@@ -48,6 +48,9 @@ def namespace() -> dict:
         # floats
         "FDIV0": floats.divide_by_zero,
         "NAN1": floats.first_nan,
+        "NAN1B32": floats.first_nan_f32,
+        "FMANAN32": floats.fused_fma_nan("f32"),
+        "FMANAN64": floats.fused_fma_nan("f64"),
         "I2F32": floats.int_to_f32,
         "REVEN32": floats.round_even_f32,
         "REVEN64": floats.round_even_f64,

@@ -16,7 +16,7 @@ from ..runtime.native import cache as store, target as targets
 from ..runtime.vm.bytecode import LoadedModule
 from .executable import STATS, JitExecutable, _Progress
 from .lazy import LazyExecutable
-from .llvm import cache, compile_pool, compiler, loader
+from .llvm import cache, compile_pool, compiler, loader, vector_math
 from .module import ModuleLowering
 from .units import call_components
 
@@ -67,7 +67,7 @@ class JitBackend:
         """Optimization levels: modules with loops get the full pipeline; straight-line host
         code (run once per call, dominated by imports) is compiled quickly instead."""
         if compiler.has_loops(loaded.verified):
-            return {"speed": self.speed, "codegen": 2, **self.loop_steps}
+            return {"speed": self.speed, "codegen": 2, "vector_math": vector_math.available(), **self.loop_steps}
         return {"speed": 1, "codegen": 0}
 
     def compile(self, loaded: LoadedModule) -> tuple[list[bytes], dict]:
@@ -87,7 +87,7 @@ class JitBackend:
             if self.progress else None
         steps = {n: options[n] for n in
                  ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-                  "parallel_loops") if n in options}
+                  "parallel_loops", "vector_math") if n in options}
         lowered = []
 
         def texts():  # lowered one group at a time, while the workers compile the previous ones

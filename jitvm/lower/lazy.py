@@ -42,7 +42,7 @@ TIERS = ("auto", "baseline", "full")
 HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 _LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-               "parallel_loops")
+               "parallel_loops", "vector_math")
 
 
 def entries_ir(prefix: str, count: int) -> str:
@@ -155,9 +155,10 @@ class LazyExecutable(JitExecutable):
             return full
         if any(compiler.has_loops_in(self.loaded.verified.functions[o]) for o in unit.ordinals):
             # guarded nests without checks, but none of the jammed copies: the Python side of
-            # lowering them takes 3x longer, and LLVM more than that
+            # lowering them takes 3x longer, and LLVM more than that; libm calls stay plain (no
+            # vectoriser at this speed to use vector forms)
             return {"speed": compiler.BASELINE, "codegen": 0, **{k: v for k, v in full.items() if k in _LOOP_STEPS},
-                    "jam_loops": False}
+                    "jam_loops": False, "vector_math": False}
         return {"speed": 1, "codegen": 0}
 
     def _key(self, unit: _Unit, options: dict) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
-from ..runtime.native import ir, layout, mathlib
+from ..runtime.native import ir, layout, mathlib, vecmath
 from ..runtime.vm.objects import checked_type_id, names_ref_type
 from ..runtime.vm.symbols import prototype as runtime_prototype
 from ..verify.model import VerifiedModule
@@ -55,8 +55,10 @@ class ModuleLowering:
     def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = "",
                  version_loops: bool = True, jam_loops: bool = True, affine_indices: bool = True,
                  parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True,
-                 derive_indices: bool = True):
+                 derive_indices: bool = True, vector_math: bool = False):
         self.verified = verified
+        self.vector_math = vector_math  # libm calls the vectoriser may replace (runtime.native.vecmath)
+        self._vector_math_used: set[str] = set()
         self.version_loops = version_loops  # guarded copies of loop nests without per-access checks
         self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.loops.jam)
         self.jam_outer = jam_outer  # ... of the jammed loop's parent too: register blocking
@@ -98,6 +100,18 @@ class ModuleLowering:
             fn.attributes.add("nounwind")
             self._runtime[name] = fn
         return fn
+
+    def math_call(self, name: str):
+        """The callee and call attributes for libm function `name`: its vecmath wrapper where
+        vector math is on and has a form of it, else the libm function itself."""
+        if self.vector_math and name in vecmath.FUNCTIONS:
+            self.runtime(name)  # the wrapper calls it
+            if name not in self._vector_math_used:
+                self._vector_math_used.add(name)
+                self.module.appendix["vecmath"] = vecmath.definitions(self._vector_math_used, declare_libm=False)
+            return ir.DefinedElsewhere(ir.FunctionType(F32, [F32]), vecmath.SCALAR_NAME[name]), \
+                (vecmath.call_attributes(name),)
+        return self.runtime(name), ("nobuiltin",)
 
     def helper(self, name: str) -> ir.Function:
         """Small module-local functions the emitters call instead of repeating their IR."""

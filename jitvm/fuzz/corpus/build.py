@@ -22,7 +22,7 @@ from typing import Iterable, Sequence
 from ... import frontend
 from .directives import parse_directives
 from .model import CorpusError, CorpusModule, Directives
-from .tools import require_tool, tool_version
+from .tools import find_tool, recorded_version, record_version, require_tool, tool_version
 
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "jitvm-corpus-cache"
 
@@ -107,10 +107,8 @@ class Corpus:
             if tool_name == "jitvm-asm" and tool_name not in versions:
                 versions[tool_name] = _jitvm_assembler_version()
             if tool_name not in versions:
-                tool = require_tool(tool_name)
-                memo_before = _count_files(cache_dir / "tool-versions")
-                versions[tool_name] = tool_version(tool, cache_dir)
-                spawned += _count_files(cache_dir / "tool-versions") - memo_before
+                versions[tool_name], n = _version_of(tool_name, cache_dir)
+                spawned += n
             flags = (VMVX_FLAGS + d.flags) if kind == "mlir" else ()
             h = hashlib.sha256()
             for part in (_CACHE_FORMAT, kind, text, "\0".join(flags), versions[tool_name]):
@@ -158,6 +156,22 @@ def _jitvm_assembler_version() -> str:
     for path in sorted(frontend_dir.rglob("*.py")):
         h.update(path.relative_to(frontend_dir).as_posix().encode() + b"\0" + path.read_bytes())
     return "jitvm-asm " + h.hexdigest()[:20]
+
+
+def _version_of(tool_name: str, cache_dir: Path) -> tuple[str, int]:
+    """(the version of IREE tool `tool_name`, subprocesses started to ask it). Without the
+    tool, the version the cache's entries were built with: compiled entries are found, and
+    only a missing one fails (it needs the tool)."""
+    tool = find_tool(tool_name)
+    if tool is None:
+        recorded = recorded_version(tool_name, cache_dir)
+        if recorded is None:
+            require_tool(tool_name)  # raises, naming the tool
+        return recorded, 0
+    memo_before = _count_files(cache_dir / "tool-versions")
+    version = tool_version(tool, cache_dir)
+    record_version(tool_name, version, cache_dir)
+    return version, _count_files(cache_dir / "tool-versions") - memo_before
 
 
 def _tool_name(kind: str, source: Path) -> str:

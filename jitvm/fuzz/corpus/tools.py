@@ -14,11 +14,26 @@ from .model import CorpusError
 
 
 def find_tool(name: str) -> str | None:
-    """Finds an IREE tool next to ``sys.executable`` first, then on ``PATH``."""
+    """Finds an IREE tool next to ``sys.executable`` first, then on ``PATH``, then among the
+    binaries iree-base-runtime ships in its package (where ``pip install --target`` leaves
+    them off every PATH, as in bench/aarch64.sh's arm64 root)."""
     here = Path(sys.executable).parent / name
     if here.is_file() and os.access(here, os.X_OK):
         return str(here)
-    return shutil.which(name)
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    try:
+        from importlib.util import find_spec
+
+        spec = find_spec("iree._runtime_libs")
+    except (ImportError, ValueError):
+        return None
+    for location in (spec.submodule_search_locations or []) if spec else []:
+        packaged = Path(location) / name
+        if packaged.is_file() and os.access(packaged, os.X_OK):
+            return str(packaged)
+    return None
 
 
 def require_tool(name: str) -> str:
@@ -63,6 +78,22 @@ def tool_version(tool: str, cache_dir: Path) -> str:
     memo.parent.mkdir(parents=True, exist_ok=True)
     _atomic_write(memo, ver)
     return ver
+
+
+def record_version(name: str, version: str, cache_dir: Path) -> None:
+    """Notes in the cache which version of tool `name` keys its entries, so a machine without
+    the tool (an emulated arm64 root fed by the host's cache) can still find them."""
+    path = cache_dir / "built-with" / (name + ".txt")
+    if path.is_file() and path.read_text() == version:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_write(path, version)
+
+
+def recorded_version(name: str, cache_dir: Path) -> str | None:
+    """The version :func:`record_version` noted for `name` in this cache, or None."""
+    path = cache_dir / "built-with" / (name + ".txt")
+    return path.read_text() if path.is_file() else None
 
 
 def _atomic_write(path: Path, text: str) -> None:

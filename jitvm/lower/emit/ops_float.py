@@ -14,7 +14,8 @@ from ...frontend.handlers import OpHandlers
 from ...runtime.native import ir
 from ...runtime.native.mathlib import POWI
 
-from ...runtime.vm.semantics import FUSED_FMA
+from ...runtime.vm.abi import f64_from_slot
+from ...runtime.vm.semantics import FUSED_FMA, HOST
 from .types import BANK_TYPE, F32, F64, I32, I64, const
 
 lowers = OpHandlers("lowering")  # this family's part of registry.LOWERINGS
@@ -31,8 +32,10 @@ def _llvm_unary(e, name: str, ty: str, x):
 
 def _libm(e, name: str, ty: str, *args):
     """A call of the host libm function (`nobuiltin`: LLVM must not fold it at compile time,
-    where it would compute e.g. atan2f in double and round, 1 ulp away from glibc's)."""
-    return e.b.call(e.runtime(name + _SUFFIX[ty]), list(args), attrs=("nobuiltin",))
+    where it would compute e.g. atan2f in double and round, 1 ulp away from glibc's), or of
+    its wrapper with bit-identical vector forms (runtime.native.vecmath) where there is one."""
+    fn, attrs = e.mod.math_call(name + _SUFFIX[ty])
+    return e.b.call(fn, list(args), attrs=attrs)
 
 
 _QUIET_BIT = {"f32": 1 << 22, "f64": 1 << 51}
@@ -46,19 +49,23 @@ def _quiet(e, ty: str, x):
     return e.b.bitcast(bits, BANK_TYPE[ty])
 
 
-def _host_default_nan() -> float:
-    """The NaN this machine's FPU makes from non-NaN operands (x86: negative, quiet, no
-    payload), computed at run time here as IREE's C computes at run time."""
-    inf = float("inf")
-    return inf - inf
+# The NaN this host's FPU makes from non-NaN operands (as a double: an f32 constant of it is
+# the f32 default NaN): x86 negative, aarch64 positive (runtime.vm.semantics).
+_DEFAULT_NAN = f64_from_slot(HOST.default_nan_f64)
 
 
-_DEFAULT_NAN = _host_default_nan()
+def _is_signalling(e, ty: str, x):
+    t = _INT_OF[ty]
+    quiet = e.b.icmp_unsigned("!=", e.b.and_(e.b.bitcast(x, t), const(t, _QUIET_BIT[ty])), const(t, 0))
+    return e.b.and_(e.b.fcmp_unordered("uno", x, x), e.b.not_(quiet))
 
 
-def _nan_rule(e, ty: str, result, *operands):
-    """`result` with the NaN IREE's C gets from the x86 FPU: the first NaN operand, quieted;
-    a NaN made from non-NaN operands (0/0, inf-inf, 0*inf, sqrt(-1)) is the default NaN.
+def _nan_rule(e, ty: str, result, *operands, override=None):
+    """`result` with the NaN IREE's C gets from the host FPU (runtime.vm.semantics.HOST): the
+    first NaN operand (`operands` in the FPU's order of priority), quieted, where on aarch64
+    a signalling one comes first; a NaN made from non-NaN operands (0/0, inf-inf, 0*inf,
+    sqrt(-1)) is the default NaN. `override` (a condition) forces the default NaN over a quiet
+    NaN operand (aarch64's 0 * inf + qNaN).
 
     LLVM does not keep NaN bits: it may swap the operands of a commutative fadd/fmul, folds
     `fdiv X, NaN` to the NaN whatever X is, `fmul X, 1.0` to an unquieted X, and its
@@ -73,14 +80,32 @@ def _nan_rule(e, ty: str, result, *operands):
     if e.fast_copy:
         return result
     b = e.b
+    default = const(BANK_TYPE[ty], _DEFAULT_NAN)
     ordered = b.fcmp_ordered("ord", operands[0], operands[0])
     for x in operands[1:]:
         ordered = b.and_(ordered, b.fcmp_ordered("ord", x, x))
     made = b.and_(b.fcmp_unordered("uno", result, result), ordered)
-    r = b.select(made, const(BANK_TYPE[ty], _DEFAULT_NAN), result)
+    r = b.select(made, default, result)
     for x in reversed(operands):
         r = b.select(b.fcmp_unordered("uno", x, x), _quiet(e, ty, x), r)
+    if override is not None:
+        r = b.select(override, default, r)
+    if HOST.signalling_nan_first:
+        for x in reversed(operands):
+            r = b.select(_is_signalling(e, ty, x), _quiet(e, ty, x), r)
     return r
+
+
+def _inf_times_zero_plus_qnan(e, ty: str, a, b, c):
+    """0 * inf + qNaN (either order of the product): FMADD's default-NaN case."""
+    t = BANK_TYPE[ty]
+    bld = e.b
+    mag_a, mag_b = _llvm_unary(e, "fabs", ty, a), _llvm_unary(e, "fabs", ty, b)
+    inf, zero = const(t, float("inf")), const(t, 0.0)
+    inf_zero = bld.or_(bld.and_(bld.fcmp_ordered("==", mag_a, inf), bld.fcmp_ordered("==", mag_b, zero)),
+                       bld.and_(bld.fcmp_ordered("==", mag_a, zero), bld.fcmp_ordered("==", mag_b, inf)))
+    quiet_c = bld.and_(bld.fcmp_unordered("uno", c, c), bld.not_(_is_signalling(e, ty, c)))
+    return bld.and_(inf_zero, quiet_c)
 
 
 def _round_even(e, ty: str, x):
@@ -148,8 +173,11 @@ def _fma(e, ins):
     ty = ins.op.type
     t = BANK_TYPE[ty]
     a, b, c = (e.get(ins[n], ty) for n in ("first", "second", "third"))
-    if FUSED_FMA:
+    if FUSED_FMA:  # FMADD's NaN rules: operands in HOST.fma_nan_order, 0 * inf + qNaN
         r = e.b.call(e.mod.intrinsic(f"llvm.fma.{_LLVM[ty]}", t, [t, t, t]), [a, b, c])
+        ops = (a, b, c)
+        override = _inf_times_zero_plus_qnan(e, ty, a, b, c) if HOST.fma_inf_zero_default_nan else None
+        r = _nan_rule(e, ty, r, *(ops[i] for i in HOST.fma_nan_order), override=override)
     else:
         r = _BINARY["add"](e, ty, _BINARY["mul"](e, ty, a, b), c)
     e.set(ins["result"], r, ty)

@@ -300,6 +300,20 @@ def _quote(name: str) -> str:
     return name if all(c.isalnum() or c in "._" for c in name) else f'"{name}"'
 
 
+class DefinedElsewhere(Value):
+    """A function the module defines in its appendix text: callable, never printed itself."""
+    __slots__ = ("ftype", "name")
+
+    def __init__(self, ftype: FunctionType, name: str):
+        super().__init__(PointerType(ftype), f"@{_quote(name)}")
+        self.ftype = ftype
+        self.name = name
+
+    @property
+    def function_type(self) -> FunctionType:
+        return self.ftype
+
+
 class GlobalVariable(Value):
     __slots__ = ("module", "value_type", "name", "initializer", "global_constant", "linkage", "unnamed_addr",
                  "align")
@@ -338,6 +352,7 @@ class Module:
         self._metadata: list[str] = []
         self._empty_md = None
         self._shared_nodes: dict[tuple, str] = {}  # metadata made once: branch weights, loop properties
+        self.appendix: dict[str, str] = {}  # IR text added once by name (e.g. runtime.native.vecmath's)
 
     def intrinsic_decl(self, name: str, ret: Type, args) -> "Function":
         fn = self.globals.get(name)
@@ -414,6 +429,7 @@ class Module:
         for g in self.globals.values():
             if isinstance(g, Function):
                 out.append(g.render())
+        out.extend(self.appendix.values())
         for i, md in enumerate(self._metadata):
             out.append(f"!{i} = {md}")
         return "\n".join(out) + "\n"

@@ -1,4 +1,5 @@
-"""Target machines: the host (detected through llvmlite) and named cross targets.
+"""Target machines: the host (detected through llvmlite, arm64 features through hwcaps) and
+named cross targets.
 
 The host's CPU name and features decide code generation and are part of the compile-cache
 key; EXT_F32/EXT_F64 availability follows from the host having hardware floating point.
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import llvmlite.binding as llvm
+
+from . import hwcaps
 
 
 
@@ -35,8 +38,12 @@ class Target:
 
 @lru_cache(maxsize=None)
 def host() -> Target:
+    """The machine this process runs on. On arm64 Linux its features are the kernel's hwcaps
+    (runtime.native.hwcaps: what IREE reads), not LLVM's reading of /proc/cpuinfo."""
     initialize_llvm()
-    return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten())
+    arm64 = hwcaps.host_features()
+    features = llvm.get_host_cpu_features().flatten() if arm64 is None else hwcaps.llvm_feature_string(arm64)
+    return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
 
 
 # Named cross targets for `jitvm dump --asm --target=...` and the aarch64 compile test.

@@ -18,7 +18,8 @@ returning 0, or nonzero for a catastrophic failure.
 Every struct is described once, in runtime.native.layout (Exe*), which the native executor's
 code reads too (runtime.exec.library runs the exports' grids). The CPU feature bits of the
 environment's processor data are IREE's encoding (runtime/src/iree/schemas/cpu_feature_bits.inl), filled from the
-host features LLVM detects, which name the same features.
+host features LLVM detects (on arm64 Linux: the kernel's hwcaps, as IREE), which name the
+same features.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import llvmlite.binding as llvm
 from ....errors import FormatError, UnsupportedError
 from ...exec.library import DISPATCH_FLAG_SEQUENTIAL  # noqa: F401 - the ABI's flags, together
 from ...exec.nativecode import native as native_executor
-from ...native import layout, target
+from ...native import hwcaps, layout, target
 from .errors import hal_error
 
 LIBRARY_VERSION = 6  # IREE_HAL_EXECUTABLE_LIBRARY_VERSION_0_6, what iree-base-runtime 3.13 asks for
@@ -90,7 +91,11 @@ CPU_FEATURE_BITS: tuple[tuple[str, int, int, str], ...] = (
 
 @lru_cache(maxsize=None)
 def host_features() -> dict[str, bool]:
-    """LLVM's view of the host CPU: feature name -> present (every feature LLVM knows)."""
+    """The host CPU's features: feature name -> present. On arm64 Linux the kernel's hwcaps, as
+    IREE's runtime reads them; elsewhere LLVM's view (every feature LLVM knows)."""
+    arm64 = hwcaps.host_features()
+    if arm64 is not None:
+        return arm64
     target.initialize_llvm()
     try:
         return dict(llvm.get_host_cpu_features())

@@ -1,0 +1,164 @@
+"""Vector forms of libm's float functions (runtime.native.vecmath) against the scalar calls.
+
+Every comparison is bit for bit against the host libm through the same compiled loop shape
+(vector form vs scalar call), on dense samples in the default run and on every float32 in
+the slow one; end to end, softmax and GELU compiled for VMVX give IREE's bits with vector
+math on, off and in the interpreter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jitvm.lower.llvm import vector_math
+from jitvm.runtime.native import vecmath
+
+HOST_REPRODUCED = vector_math.available()
+needs_host = pytest.mark.skipif(not HOST_REPRODUCED, reason="this host's libm is not the one vecmath reproduces")
+
+
+@pytest.fixture(scope="module")
+def maps():
+    return vector_math.Maps()
+
+
+def _dense_sample() -> np.ndarray:
+    """Every 4099th bit pattern, all patterns around the functions' range boundaries, the probe set."""
+    strided = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32)
+    bounds = [0x42B00000, 0x42B17218, 0xC2CFF1B4, 0xC2CE8ED0, 0x3F580000, 0x3FA00000, 0x4036DB6E, 0x40C00000,
+              0x31800000, 0x04000000, 0x7F800000, 0x00800000, 0x3F800000, 0x3F330000, 0x7F7FFFFF]
+    around = np.concatenate([np.arange(b - 2048, b + 2048, dtype=np.int64) for b in bounds])
+    around = np.concatenate([around, around | 0x80000000]).astype(np.uint32)
+    return np.concatenate([strided.view(np.float32), around.view(np.float32), vector_math.probe_inputs(1 << 18)])
+
+
+@needs_host
+@pytest.mark.parametrize("name", vecmath.FUNCTIONS)
+def test_dense_sample_is_bit_identical_to_libm(maps, name):
+    x = _dense_sample()
+    differ = maps.differences(name, x)
+    assert differ.size == 0, f"{name}: {differ.size} inputs differ, e.g. {[hex(v) for v in differ[:8].view(np.uint32)]}"
+
+
+@needs_host
+@pytest.mark.parametrize("name", vecmath.FUNCTIONS)
+def test_the_probe_catches_a_form_one_ulp_off(maps, name):
+    """The comparison the host check makes sees a single-ulp change in one lane's result."""
+    x = vector_math.probe_inputs()
+    v = maps.run("vector", name, x)
+    assert (v.view(np.uint32) == maps.run("scalar", name, x).view(np.uint32)).all()
+    finite = np.flatnonzero(np.isfinite(v) & (v != 0))
+    v.view(np.uint32)[finite[len(finite) // 2]] += 1
+    assert (v.view(np.uint32) != maps.run("scalar", name, x).view(np.uint32)).sum() == 1
+
+
+def test_the_switch_turns_vector_math_off(monkeypatch):
+    monkeypatch.setenv(vecmath.ENV_SWITCH, "0")
+    vector_math.available.cache_clear()
+    try:
+        assert vector_math.available() is False
+    finally:
+        monkeypatch.delenv(vecmath.ENV_SWITCH)
+        vector_math.available.cache_clear()
+    assert vector_math.available() is HOST_REPRODUCED
+
+
+def test_other_hosts_keep_libm_calls(monkeypatch):
+    """aarch64's glibc builds the same sources with other contractions: no vector forms there."""
+    monkeypatch.setattr(vector_math.platform, "machine", lambda: "aarch64")
+    vector_math.available.cache_clear()
+    try:
+        assert vector_math.available() is False
+    finally:
+        monkeypatch.undo()
+        vector_math.available.cache_clear()
+
+
+def test_definitions_parse_and_name_every_width():
+    import llvmlite.binding as llvm
+    text = vecmath.definitions(vecmath.FUNCTIONS)
+    llvm.parse_assembly(text).verify()
+    for name in vecmath.FUNCTIONS:
+        for w in vecmath.WIDTHS:
+            assert f"_ZGV_LLVM_N{w}v_{vecmath.SCALAR_NAME[name]}({vecmath.vector_name(name, w)})" \
+                in vecmath.call_attributes(name)
+
+
+# --- end to end: VMVX programs ----------------------------------------------------------------
+
+SHAPES = {"softmax": (2, 8, 128), "gelu": (8, 256)}
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    pytest.importorskip("iree.runtime")
+    from bench.vector_math import compile_program
+    from jitvm.fuzz.corpus import require_tool
+    require_tool("iree-compile")
+    out = {}
+    for name, shape in SHAPES.items():
+        directory = tmp_path_factory.mktemp(name)
+        out[name] = compile_program(name, directory, shape)
+    return out
+
+
+def _iree(path, name, x):
+    import iree.runtime as rt
+    ctx = rt.SystemContext(config=rt.Config("local-sync"))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, path.read_bytes()))
+    return np.asarray(ctx.modules.module[name](x))
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_programs_match_iree_and_the_interpreter(programs, name):
+    import jitvm
+    from bench.vector_math import inputs, jit_backend
+    x = inputs(name, seed=3, shape=SHAPES[name])
+    x.flat[:6] = [0.0, -0.0, 1e-40, 7.5, -7.5, 90.0]
+    want = _iree(programs[name], name, x).tobytes()
+    for label, backend in (("vector", jit_backend(True, threads=2)), ("scalar", jit_backend(False, threads=2)),
+                           ("interp", "interp")):
+        got = np.asarray(jitvm.load(str(programs[name]), backend=backend, driver="local-sync")[name](x))
+        assert got.tobytes() == want, f"{name}: {label} differs from IREE"
+
+
+@needs_host
+@pytest.mark.parametrize("name,function", [("softmax", "expf"), ("gelu", "erff")])
+def test_the_loops_vectorise_with_the_vector_forms(programs, name, function, tmp_path):
+    """The dispatch's optimised IR calls the vector form; with vector math off, libm only."""
+    import subprocess
+    from bench.build import TARGETS, iree_compile
+    from jitvm.frontend.module import load_module
+    from jitvm.lower.inspect import lowered_ir
+    from jitvm.verify import verify_module
+    from bench.vector_math import program_text
+    src = tmp_path / "p.mlir"
+    src.write_text(program_text(name, SHAPES[name]))
+    subprocess.run([iree_compile(), str(src), *TARGETS["vmvx"], f"--iree-hal-dump-executable-binaries-to={tmp_path}",
+                    "-o", str(tmp_path / "p.vmfb")], check=True, capture_output=True)
+    (exe,) = tmp_path.glob("*vmvx_bytecode_fb.vmfb")
+    verified = verify_module(load_module(exe.read_bytes()))
+
+    def vector_calls(text):
+        return sum(f"@{vecmath.vector_name(function, w)}(" in line and "call" in line
+                   for w in vecmath.WIDTHS for line in text.splitlines())
+    assert vector_calls(lowered_ir(verified)) > 0
+    plain = lowered_ir(verified, vector_math_on=False)
+    assert vector_calls(plain) == 0 and f"@{function}(" in plain
+
+
+# --- every float32 ------------------------------------------------------------------------------
+
+@needs_host
+@pytest.mark.slow
+@pytest.mark.parametrize("name", vecmath.FUNCTIONS)
+def test_every_float32_is_bit_identical_to_libm(maps, name):
+    chunk = 1 << 24
+    bad = []
+    for lo in range(0, 1 << 32, chunk):
+        x = np.arange(lo, lo + chunk, dtype=np.uint64).astype(np.uint32).view(np.float32)
+        d = maps.differences(name, x)
+        bad.extend(d[:4].view(np.uint32).tolist())
+        assert len(bad) < 4, f"{name}: differs at {[hex(b) for b in bad]}"
+    assert not bad, f"{name}: differs at {[hex(b) for b in bad]}"
