@@ -112,7 +112,7 @@ def markdown(results: dict) -> str:
                      str(stats.get("llvm_functions", "-")), str(stats.get("fallback_functions", 0))])
     out += _table(["model", "cold load", "cached load", "first call", "functions compiled",
                    "functions interpreted (fallback)"], rows)
-    out += ["", "## Peak resident memory", "", "Each configuration's process high-water RSS (ru_maxrss) after "
+    out += ["", "## Peak resident memory", "", "Each configuration's process high-water RSS (VmHWM) after "
             "loading, calling and timing the model; the inputs and outputs held by the runner are in every column.", ""]
     out += _table(["model"] + [c["label"] for c in columns],
                   [[m["name"]] + [f"{cfg['peak_rss_bytes'] / 1e6:.0f} MB" if "peak_rss_bytes" in cfg else "-"
