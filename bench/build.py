@@ -101,6 +101,18 @@ def compile_file(source: Path, flags: list[str], name: str, log=print) -> Path:
     return path
 
 
+def compile_into(specs: dict[str, ModelSpec], out: Path, target: str = "vmvx") -> dict[str, Path]:
+    """Each spec built and compiled for `target` into `out`, by key: the tests' way (their
+    files stay in a temporary folder, never in the cache)."""
+    paths = {}
+    for key, spec in specs.items():
+        source = out / f"{key}.mlir"
+        source.write_text(spec.build())
+        paths[key] = out / f"{key}.vmfb"
+        _iree_compile(source, TARGETS[target] + list(spec.compile_flags), paths[key], key)
+    return paths
+
+
 def compile_model(spec: ModelSpec, target: str, extra_flags: tuple[str, ...] = (), log=print) -> Path:
     """The model compiled for `target` ("vmvx" or "llvm-cpu"), from the cache when possible."""
     flags = TARGETS[target] + list(spec.compile_flags) + list(extra_flags)

@@ -8,13 +8,12 @@ channels divided by 16); the full suite is `python -m bench.run` (slow test belo
 from __future__ import annotations
 
 import re
-import subprocess
 
 import numpy as np
 import pytest
 
 from bench import compare
-from bench.build import TARGETS, iree_compile
+from bench.build import compile_into
 from bench.models import conv, depthwise, matmul, mlp, resnet50, softmax
 from jitvm.cli import main
 from jitvm.cli.benchmark import Run, format_report
@@ -33,16 +32,7 @@ TINY = {
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """Each tiny model compiled for VMVX, as path by key."""
-    out = tmp_path_factory.mktemp("bench-models")
-    paths = {}
-    for key, spec in TINY.items():
-        source = out / f"{key}.mlir"
-        source.write_text(spec.build())
-        paths[key] = out / f"{key}.vmfb"
-        done = subprocess.run([iree_compile(), str(source), *TARGETS["vmvx"], "-o", str(paths[key])],
-                              capture_output=True, text=True)
-        assert done.returncode == 0, f"{key}: iree-compile rejected the generated MLIR:\n{done.stderr[-3000:]}"
-    return paths
+    return compile_into(TINY, tmp_path_factory.mktemp("bench-models"))
 
 
 @pytest.mark.parametrize("key", list(TINY))

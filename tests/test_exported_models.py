@@ -9,7 +9,6 @@ when torch (the bench extra) or onnx is missing.
 
 from __future__ import annotations
 
-import subprocess
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ pytest.importorskip("torch")
 pytest.importorskip("onnx")
 
 import jitvm  # noqa: E402
-from bench.build import TARGETS, iree_compile  # noqa: E402
+from bench.build import compile_into  # noqa: E402
 from bench.exported import tiny  # noqa: E402
 
 TINY = tiny()
@@ -27,16 +26,7 @@ TINY = tiny()
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     """Each tiny exported model compiled for VMVX, as path by name."""
-    out = tmp_path_factory.mktemp("exported")
-    paths = {}
-    for name, spec in TINY.items():
-        source = out / f"{name}.mlir"
-        source.write_text(spec.build())
-        paths[name] = out / f"{name}.vmfb"
-        done = subprocess.run([iree_compile(), str(source), *TARGETS["vmvx"], *spec.compile_flags,
-                               "-o", str(paths[name])], capture_output=True, text=True)
-        assert done.returncode == 0, f"{name}: iree-compile rejected the imported model:\n{done.stderr[-3000:]}"
-    return paths
+    return compile_into(TINY, tmp_path_factory.mktemp("exported"))
 
 
 def test_the_export_is_repeatable():
