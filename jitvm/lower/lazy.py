@@ -166,29 +166,32 @@ class LazyExecutable(JitExecutable):
 
     def _compile(self, units: list[_Unit]) -> None:
         first = "full" if self.tier == "full" else "baseline"
-        found, missing = [], []
+        found, missing, promote = [], [], []
         for unit in units:
-            hit = None
+            hit = tier = None
             for tier in dict.fromkeys(("full", first)) if self.backend.use_cache else ():  # a tier-up's code first
                 hit = store.load(self._key(unit, self.options(unit, tier)))
                 if hit is not None:
-                    STATS["cache_hits"] += 1
-                    found.append((unit, tier, hit[0], hit[1]))
                     break
             if hit is None:
                 missing.append(unit)
+            elif tier == "baseline" and self.tier == "auto":
+                # an earlier process ran this code and ended before its tier-up (a one-shot
+                # run does): this one compiles the full tier now, so later runs start on it
+                promote.append(unit)
+            else:
+                STATS["cache_hits"] += 1
+                found.append((unit, tier, hit[0], hit[1]))
         progress = None
-        if missing and self.backend.progress:  # the caller waits for these (a tier-up says nothing)
-            progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in missing)} functions)")
+        waited = missing + promote
+        if waited and self.backend.progress:  # the caller waits for these (a tier-up says nothing)
+            progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in waited)} functions)")
         try:
             found.extend(self._build(missing, first))
+            found.extend(self._build(promote, "full"))
         finally:
             if progress:
                 progress.done()
-        for unit, tier, _objects, _meta in found[:len(units) - len(missing)]:
-            if tier == "baseline":  # stored by an earlier process: in use again, so hot already
-                for o in unit.ordinals:
-                    self.counts[o] = max(self.counts[o], HOT_CALLS)
         self._install(found)
 
     def _lower(self, unit: _Unit, options: dict) -> tuple[str, dict]:
