@@ -179,10 +179,21 @@ def report(spec, threads: int, result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def specs(args) -> dict:
+    """The suite `args.suite` names (the exported models import bench.exported lazily)."""
+    if args.suite == "exported":
+        from bench.exported import exported_suite
+
+        return exported_suite()
+    return suite(args.resolution)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.thread_trace", description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="*", default=["resnet50"], help="model names or prefixes")
     p.add_argument("--resolution", type=int, default=64)
+    p.add_argument("--suite", choices=("kernels", "exported"), default="kernels",
+                   help="exported: the PyTorch models of bench/exported (needs torch)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--rounds", type=int, default=20, help="calls per thread count, alternating")
     p.add_argument("--out", type=Path, help="also write the report here (markdown)")
@@ -197,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     text = [f"# Thread trace ({args.threads} threads vs 1, {args.rounds} alternating calls each, medians)", "",
             f"`python -m bench.thread_trace {' '.join(argv if argv is not None else sys.argv[1:])}`", ""]
-    for spec in select(suite(args.resolution), args.models):
+    for spec in select(specs(args), args.models):
         part = report(spec, args.threads, trace_model(spec, args.threads, args.rounds))
         print(part, flush=True)
         text.append(part)

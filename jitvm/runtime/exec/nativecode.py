@@ -31,7 +31,8 @@ RUNS_PER_SHARE = 4  # a split loop is claimed in about this many chunks per thre
 
 # The thread policy (runtime.exec.replay describes it).
 RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
-SERIAL_MARGIN = 0.8  # the calling thread alone must be this much faster per workgroup to win
+PARALLEL_MARGIN = 1.15  # all threads must be this much faster per workgroup than one to win
+SMALL_GRID_S = 50e-6  # grids measured below this on one thread stay there, never probed
 REPROBE = 32  # runs of an entry before the way not chosen is measured again ...
 REPROBE_MAX = 1024  # ... an interval doubling up to this while the choice holds
 
@@ -59,7 +60,8 @@ def ir_text(pool_arch: str | None, traced: bool) -> str:
             RUNS_PER_SHARE=RUNS_PER_SHARE, **kinds))
     fills = "".join(template.render(__package__, "fill.ll", width=w, bits=8 * w, wide=w == 8) for w in (2, 4, 8))
     parts.append(template.render(
-        __package__, "replay.ll", fill_loops=fills, RUNS_PER_THREAD=RUNS_PER_THREAD, SERIAL_MARGIN=SERIAL_MARGIN,
+        __package__, "replay.ll", fill_loops=fills, RUNS_PER_THREAD=RUNS_PER_THREAD, PARALLEL_MARGIN=f"{PARALLEL_MARGIN:e}",
+        SMALL_GRID_S=f"{SMALL_GRID_S:e}",
         REPROBE=REPROBE, REPROBE_MAX=REPROBE_MAX, VIEW_REFS=VIEW_REFS))
     parts.append(template.render(__package__, "library.ll", S_INTERNAL=STATUS_CODES["INTERNAL"],
                                  K_LIBRARY_FAILED=LIBRARY_FAILED.code))

@@ -29,22 +29,28 @@ count:
   %runs = add i64 %runs0, 1
   store i64 %runs, ptr %cost
   %first = icmp eq i64 %runs, 1
-  %pmany = getelementptr inbounds i8, ptr %cost, i64 ${Cost.has_many}
-  %has_many = load i32, ptr %pmany
-  %no_many = icmp eq i32 %has_many, 0
-  %unmeasured = or i1 %first, %no_many
-  br i1 %unmeasured, label %all, label %one_known
-one_known:
+  br i1 %first, label %all, label %counted
+counted:
   %pone = getelementptr inbounds i8, ptr %cost, i64 ${Cost.has_one}
   %has_one = load i32, ptr %pone
   %no_one = icmp eq i32 %has_one, 0
-  br i1 %no_one, label %alone, label %compare
-compare:
+  br i1 %no_one, label %alone, label %one_known
+one_known:
   %c1p = getelementptr inbounds i8, ptr %cost, i64 ${Cost.one}
   %c1 = load double, ptr %c1p
+  %total_f = uitofp i64 %total to double
+  %grid_s = fmul double %c1, %total_f
+  %small = fcmp olt double %grid_s, ${SMALL_GRID_S}
+  br i1 %small, label %alone, label %many_known
+many_known:
+  %pmany = getelementptr inbounds i8, ptr %cost, i64 ${Cost.has_many}
+  %has_many = load i32, ptr %pmany
+  %no_many = icmp eq i32 %has_many, 0
+  br i1 %no_many, label %all, label %compare
+compare:
   %cnp = getelementptr inbounds i8, ptr %cost, i64 ${Cost.many}
   %cn = load double, ptr %cnp
-  %margin = fmul double %cn, ${SERIAL_MARGIN}
+  %margin = fmul double %cn, ${PARALLEL_MARGIN}
   %serial_wins = fcmp olt double %c1, %margin
   %best = select i1 %serial_wins, i32 1, i32 %n
   %pnext = getelementptr inbounds i8, ptr %cost, i64 ${Cost.next_probe}
@@ -404,6 +410,7 @@ serial:
   br i1 %lend, label %lent, label %walk
 lent:
 ${fields Pool %pool lf}
+  call void @jv_pool_rest(ptr %pool)
   store i32 %threads, ptr %lf.threads
   store i64 %flush, ptr %lf.flush
   %tp = getelementptr inbounds i8, ptr %trap0, i64 ${Trap.pool}
@@ -492,10 +499,16 @@ next:
   br i1 %more, label %loop, label %done
 fail:
   store i64 %i, ptr %q.failed_step
+  br i1 %pooled, label %rest_failed, label %failed
+rest_failed:
+  call void @jv_pool_rest(ptr %pool)
+  br label %failed
+failed:
   ret i32 %status
 done:
   br i1 %pooled, label %split_check, label %finish
 split_check:
+  call void @jv_pool_rest(ptr %pool)
   %splits_after = load i64, ptr %f.splits
   %split_some = icmp ne i64 %splits_after, %splits0
   br i1 %split_some, label %split_seen, label %finish
