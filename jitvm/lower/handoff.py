@@ -20,7 +20,6 @@ import fcntl
 import json
 import mmap
 import os
-import secrets
 import subprocess
 import sys
 import time
@@ -82,7 +81,7 @@ def hand_over(executables) -> int | None:
         return None
     directory = jobs_dir()
     directory.mkdir(parents=True, exist_ok=True)
-    job_id = f"{os.getpid()}-{secrets.token_hex(4)}"
+    job_id = f"{os.getpid()}-{os.urandom(4).hex()}"
     final = directory / f"{job_id}.json"
     target = wanted[0].backend.target
     modules = []
