@@ -6,7 +6,10 @@ Four ways per model: an empty code store (cold: everything compiles, the runtime
 native code too), a store holding only the runtime's code (new model: jitvm ran before,
 this model never), the store a cold load left (warm), and a bundle `jitvm compile` wrote
 (`compiled=`, an empty store beside it: nothing may compile). The processes load with
---tier (default auto, what jitvm.load does; full waits for optimised code). Medians over
+--tier (default auto, what jitvm.load does; full waits for optimised code). What a process
+left to tier up when it ended is compiled by a detached worker (lower.handoff), as for a
+user; each run waits for it before the next starts (not timed; the last column says how
+long it took; --no-detached turns it off, as JITVM_DETACHED_TIER_UP=0 does). Medians over
 --repeats processes; the load average is printed, since compilation time grows with it.
 
     python -m bench.start_time                     # tiny, the bundled CNN, ResNet-50-style 64
@@ -23,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +34,7 @@ import numpy as np
 from bench.build import compile_model
 from bench.host_overhead import models as small_models
 from bench.models import resnet50
+from jitvm.lower import handoff
 
 CHILD = r"""
 import json, sys, time
@@ -67,11 +72,16 @@ def _specs() -> dict[str, tuple[str, str, object]]:
 
 
 def _run(job: dict, cache_dir: Path) -> dict:
-    env = {**os.environ, "JITVM_CACHE_DIR": str(cache_dir), "JITVM_TIER": job["tier"]}
+    env = {**os.environ, "JITVM_CACHE_DIR": str(cache_dir), "JITVM_TIER": job["tier"],
+           handoff.ENV: "1" if job["detached"] else "0"}
     r = subprocess.run([sys.executable, "-c", CHILD, json.dumps(job)], env=env, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(f"child failed: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    start = time.perf_counter()
+    handoff.wait(directory=cache_dir / handoff.JOBS)
+    out["detached_s"] = time.perf_counter() - start
+    return out
 
 
 def _median(runs: list[dict], key: str) -> float:
@@ -83,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", nargs="*", default=None, help="tiny, cnn, resnet64 (default: all)")
     p.add_argument("--repeats", type=int, default=3, help="fresh processes per way")
     p.add_argument("--tier", choices=("auto", "baseline", "full"), default="auto", help="jitvm.load's tier")
+    p.add_argument("--no-detached", action="store_true", help="no tier-up outlives a process")
     args = p.parse_args(argv)
     specs = _specs()
     chosen = args.models or list(specs)
@@ -90,13 +101,14 @@ def main(argv: list[str] | None = None) -> int:
     if os.environ.get("PYTHONDONTWRITEBYTECODE"):
         print("note: PYTHONDONTWRITEBYTECODE is set, so every process compiles jitvm's Python sources again "
               "(0.4-0.5 s here); an installed jitvm has them compiled")
-    print("| model | way | import jitvm | load | first call | first result | modules compiled |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | way | import jitvm | load | first call | first result | modules compiled | detached tier-up |")
+    print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="jitvm-start-") as tmp:
         work = Path(tmp)
         for name in chosen:
             vmfb_fn, function, inputs_fn = specs[name]
-            job = {"vmfb": vmfb_fn(), "function": function, "inputs": str(work / f"{name}.npz"), "tier": args.tier}
+            job = {"vmfb": vmfb_fn(), "function": function, "inputs": str(work / f"{name}.npz"), "tier": args.tier,
+                   "detached": not args.no_detached}
             np.savez(job["inputs"], *inputs_fn())
             ways: dict[str, list[dict]] = {"cold": [], "new model": [], "warm": [], "bundle": []}
             for k in range(args.repeats):
@@ -121,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                 compiled = max(r["compiled_modules"] + r["runtime_compiled"] for r in runs)
                 print(f"| {name} | {way} | {_median(runs, 'import_s') * 1e3:.0f} ms | {_median(runs, 'load_s') * 1e3:.0f} ms"
                       f" | {_median(runs, 'first_call_s') * 1e3:.0f} ms | {_median(runs, 'first_result_s'):.2f} s"
-                      f" | {compiled} |", flush=True)
+                      f" | {compiled} | {_median(runs, 'detached_s'):.1f} s |", flush=True)
     return 0
 
 

@@ -19,6 +19,8 @@ os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = os.path.join(_JIT_CACHE, "hypothesi
 # jitvm.load compiles each function when first called; "full" makes that the optimised code
 # at once, with no background tier-up (tests of the other tiers pass tier= themselves).
 os.environ.setdefault("JITVM_TIER", "full")
+# No tier-up outlives a process of the run (lower.handoff): a test that wants one asks, and waits.
+os.environ["JITVM_DETACHED_TIER_UP"] = "0"
 
 
 

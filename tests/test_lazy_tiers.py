@@ -196,3 +196,133 @@ def test_a_damaged_unit_in_the_store_is_compiled_again(tmp_path, monkeypatch):
 def test_unknown_tier_is_an_argument_error():
     with pytest.raises(jitvm.ArgumentError, match="unknown tier"):
         jitvm.load("example:hello", tier="fast")
+
+
+LOOP = """
+vm.module @loop version 0
+
+vm.export @sum_to
+vm.func @sum_to(%i0: i32) -> (i32) {
+^bb0:
+  %i1 = vm.const.i32.zero
+  %i2 = vm.const.i32 1
+  vm.br ^bb1(%i1->%i3, %i1->%i4)
+^bb1:
+  %i5 = vm.cmp.lt.i32.s %i3, %i0
+  vm.cond_br %i5, ^bb2(), ^bb3()
+^bb2:
+  %i7 = vm.add.i32 %i4, %i3
+  %i8 = vm.add.i32 %i3, %i2
+  vm.br ^bb1(%i8->%i3, %i7->%i4)
+^bb3:
+  vm.return %i4
+}
+"""
+
+ONE_SHOT = """
+import json, sys
+import jitvm
+m = jitvm.load(sys.argv[1], tier="auto")
+assert m.sum_to(10) == 45
+print(json.dumps(m._instance.loaded.executable.compile_stats()))
+"""
+
+
+def _one_shot(path, store, detached: bool) -> dict:
+    """A process that calls once and exits before any tier-up (called once: never hot)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "JITVM_CACHE_DIR": str(store), "JITVM_DETACHED_TIER_UP": "1" if detached else "0"}
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", ONE_SHOT, str(path)], env=env, cwd=root, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_one_shot_process_leaves_its_tier_up_to_a_detached_worker(tmp_path, monkeypatch):
+    from jitvm.lower import handoff
+    from jitvm.lower.executable import STATS
+
+    path, store = tmp_path / "loop.vmfb", tmp_path / "store"
+    path.write_bytes(assemble(LOOP))
+    assert _one_shot(path, store, detached=True)["baseline"] == 1
+    assert handoff.wait(600, store / handoff.JOBS)  # the worker outlived its parent; now it is done
+    assert not list((store / handoff.JOBS).iterdir()) and not list((store / cache.LOCKS).iterdir())
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(store))
+    before = STATS["compiled_modules"]
+    m = jitvm.load(str(path), tier="auto")
+    assert m.sum_to(100) == 4950
+    stats = _executable(m).compile_stats()
+    assert (stats["full"], stats["baseline"]) == (1, 0)  # the next process starts on the full tier
+    assert STATS["compiled_modules"] == before  # and compiles nothing
+
+
+def test_switched_off_nothing_outlives_the_process(tmp_path, monkeypatch):
+    """And the next process compiles the full tier at its first call (it found baseline code)."""
+    from jitvm.lower import handoff
+    from jitvm.lower.executable import STATS
+
+    path, store = tmp_path / "loop.vmfb", tmp_path / "store"
+    path.write_bytes(assemble(LOOP))
+    assert _one_shot(path, store, detached=False)["baseline"] == 1
+    assert not (store / handoff.JOBS).exists()
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(store))
+    before = STATS["compiled_modules"]
+    m = jitvm.load(str(path), tier="auto")
+    assert m.sum_to(100) == 4950
+    assert _executable(m).compile_stats()["full"] == 1 and STATS["compiled_modules"] == before + 1
+
+
+def test_baseline_code_from_an_earlier_process_tiers_up_in_the_background(tmp_path, monkeypatch):
+    """With detached tier-ups on, found baseline code runs at once and is hot: no call count needed."""
+    from jitvm.lower import handoff
+
+    path, store = tmp_path / "loop.vmfb", tmp_path / "store"
+    path.write_bytes(assemble(LOOP))
+    assert _one_shot(path, store, detached=False)["baseline"] == 1
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(store))
+    monkeypatch.setenv(handoff.ENV, "1")
+    m = jitvm.load(str(path), tier="auto")
+    assert m.sum_to(10) == 45
+    assert lazy.wait_for_tier_up(300)
+    assert _executable(m).compile_stats()["full"] == 1
+    assert m.sum_to(100) == 4950
+
+
+def test_a_unit_another_process_compiles_is_read_not_compiled_again(tmp_path, monkeypatch):
+    """The store's lock on a key: who holds it compiles; a builder waiting for it then reads."""
+    from jitvm.frontend.module import load_module
+    from jitvm.lower.executable import STATS
+    from jitvm.runtime.vm.bytecode import LoadedModule
+    from jitvm.verify import verify_module
+
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    path = tmp_path / "loop.vmfb"
+    path.write_bytes(assemble(LOOP))
+    exe = LoadedModule(verify_module(load_module(str(path))), JitBackend(progress=False, tier="auto")).executable
+    unit = exe.units[0]
+    key = exe.builder.key(unit, exe.options(unit, "full"))
+    results = []
+    with cache.lock(key) as held:
+        assert held
+        with cache.lock(key, blocking=False) as second:
+            assert not second  # held (flock: per open file, so this process is "another" too)
+        waiter = threading.Thread(target=lambda: results.extend(exe.builder.build([unit], "full")))
+        waiter.start()
+        waiter.join(0.2)
+        assert waiter.is_alive() and not results  # waits for the lock
+        before = STATS["compiled_modules"]
+        other = JitBackend(progress=False, tier="auto", use_cache=False)  # "the other process"
+        other_exe = LoadedModule(exe.loaded.verified, other).executable
+        (_u, _t, objects, meta), = other_exe.builder.build([other_exe.units[0]], "full")
+        cache.store(key, objects, meta)
+        compiled_by_other = STATS["compiled_modules"] - before
+    waiter.join(60)
+    assert compiled_by_other == 1 and STATS["compiled_modules"] == before + 1  # the waiter compiled nothing
+    assert results and results[0][2] == objects
+    assert not (tmp_path / "store" / cache.LOCKS / key).exists()

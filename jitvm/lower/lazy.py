@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
-import json
 import sys
 import threading
 import time
@@ -33,16 +32,15 @@ from ..runtime.exec import runner as dispatch_runner
 from ..runtime.native import cache as store, engine, template
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import instance_of_state
+from . import handoff
 from .executable import STATS, JitExecutable, _Progress
-from .llvm import cache, compiler, loader
-from .module import ModuleLowering
+from .llvm import loader
+from .unit_build import Unit, UnitBuilder
 from .units import call_components, run_once
 
 TIERS = ("auto", "baseline", "full")
 HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
-_LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-               "parallel_loops", "vector_math")
 
 
 def entries_ir(prefix: str, count: int) -> str:
@@ -50,16 +48,6 @@ def entries_ir(prefix: str, count: int) -> str:
     parts = [template.render(__package__, "entries.ll", prefix=prefix, count=count)]
     parts += [template.render(__package__, "entry.ll", prefix=prefix, count=count, index=i) for i in range(count)]
     return "\n".join(parts)
-
-
-class _Unit:
-    __slots__ = ("index", "ordinals", "tier", "symbols")
-
-    def __init__(self, index: int, ordinals: list[int]):
-        self.index = index
-        self.ordinals = ordinals
-        self.tier = None  # None: not compiled; "baseline" or "full"
-        self.symbols: dict[int, str] = {}
 
 
 class LazyExecutable(JitExecutable):
@@ -71,8 +59,9 @@ class LazyExecutable(JitExecutable):
         verified = loaded.verified
         n = len(verified.functions)
         self.digest = hashlib.sha256(loaded.module.archive.flatbuffer).hexdigest()
-        self.prefix = "jv_" + self.digest[:16]  # same module, same entry IR: its code is cached
-        self.units = [_Unit(i, c) for i, c in enumerate(call_components(verified))]
+        self.builder = UnitBuilder(verified, self.digest, backend.target, backend.options(loaded), backend.use_cache)
+        self.prefix = self.builder.prefix
+        self.units = [Unit(i, c) for i, c in enumerate(call_components(verified))]
         self.unit_of = {o: u for u in self.units for o in u.ordinals}
         self.interpreted = run_once(verified)
         self.fallbacks = {o: None for o in self.interpreted}  # JitExecutable runs these in the interpreter
@@ -149,83 +138,46 @@ class LazyExecutable(JitExecutable):
         if self.tier == "auto" and any(u.tier == "baseline" for u in todo):
             TIER_UP.watch(self)
 
-    def options(self, unit: _Unit, tier: str) -> dict:
-        full = self.backend.options(self.loaded)
-        if tier == "full":
-            return full
-        if any(compiler.has_loops_in(self.loaded.verified.functions[o]) for o in unit.ordinals):
-            # guarded nests without checks, but none of the jammed copies: the Python side of
-            # lowering them takes 3x longer, and LLVM more than that; libm calls stay plain (no
-            # vectoriser at this speed to use vector forms)
-            return {"speed": compiler.BASELINE, "codegen": 0, **{k: v for k, v in full.items() if k in _LOOP_STEPS},
-                    "jam_loops": False, "vector_math": False}
-        return {"speed": 1, "codegen": 0}
+    def options(self, unit: Unit, tier: str) -> dict:
+        return self.builder.options(unit, tier)
 
-    def _key(self, unit: _Unit, options: dict) -> str:
-        return cache.key(self.digest.encode(), self.backend.target, {**options, "unit": unit.ordinals})
+    def _lower(self, unit: Unit, options: dict) -> tuple[str, dict]:
+        return self.builder.lower(unit, options)
 
-    def _compile(self, units: list[_Unit]) -> None:
+    def _compile(self, units: list[Unit]) -> None:
         first = "full" if self.tier == "full" else "baseline"
         found, missing, promote = [], [], []
         for unit in units:
             hit = tier = None
             for tier in dict.fromkeys(("full", first)) if self.backend.use_cache else ():  # a tier-up's code first
-                hit = store.load(self._key(unit, self.options(unit, tier)))
+                hit = store.load(self.builder.key(unit, self.options(unit, tier)))
                 if hit is not None:
                     break
             if hit is None:
                 missing.append(unit)
-            elif tier == "baseline" and self.tier == "auto":
+                continue
+            if tier == "baseline" and self.tier == "auto" and not self.builder.one_tier(unit):
                 # an earlier process ran this code and ended before its tier-up (a one-shot
-                # run does): this one compiles the full tier now, so later runs start on it
-                promote.append(unit)
-            else:
-                STATS["cache_hits"] += 1
-                found.append((unit, tier, hit[0], hit[1]))
+                # run does): with detached tier-ups (lower.handoff) this one runs it now and
+                # tiers it up in the background at once; without, it compiles the full tier
+                # now, so later runs start on it
+                if not handoff.enabled():
+                    promote.append(unit)
+                    continue
+                unit.hot = True
+            STATS["cache_hits"] += 1
+            found.append((unit, tier, hit[0], hit[1]))
         progress = None
         waited = missing + promote
         if waited and self.backend.progress:  # the caller waits for these (a tier-up says nothing)
             progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in waited)} functions)")
         try:
-            found.extend(self._build(missing, first))
-            found.extend(self._build(promote, "full"))
+            found.extend(self.builder.build(missing, first))
+            found.extend(self.builder.build(promote, "full"))
         finally:
             if progress:
                 progress.done()
         self._install(found)
-
-    def _lower(self, unit: _Unit, options: dict) -> tuple[str, dict]:
-        steps = {k: v for k, v in options.items() if k in _LOOP_STEPS}
-        lowered = ModuleLowering(self.loaded.verified, f"{self.prefix[3:]}u{unit.index}", **steps).lower(unit.ordinals)
-        STATS["llvm_functions"] += len(lowered.symbols)
-        STATS["blocked_nests"] += lowered.blocked_nests
-        meta = {"groups": [{"key": lowered.key, "symbols": {str(o): s for o, s in lowered.symbols.items()}}],
-                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
-        return str(lowered), meta
-
-    def _build(self, units: list[_Unit], tier: str, in_workers: bool = False):
-        """Lowers and compiles `units` at `tier`, those of one set of options together;
-        yields (unit, tier, objects, meta) and stores each in the code store."""
-        by_options: dict[str, list[_Unit]] = {}
-        for unit in units:
-            by_options.setdefault(json.dumps(self.options(unit, tier), sort_keys=True), []).append(unit)
-        for text, group in by_options.items():
-            options = json.loads(text)
-            metas = []
-
-            def texts():  # each lowered while the workers compile the previous ones
-                for unit in group:
-                    text, unit_meta = self._lower(unit, options)
-                    metas.append(unit_meta)
-                    yield text
-
-            objects = compiler.build_objects(texts(), len(group), self.backend.target, options["speed"],
-                                             options["codegen"], options.get("slp", True), in_workers)
-            STATS["compiled_modules"] += len(group)
-            for unit, obj, meta in zip(group, objects, metas):
-                if self.backend.use_cache:
-                    store.store(self._key(unit, options), [obj], meta)
-                yield unit, tier, [obj], meta
 
     def _install(self, built) -> None:
         """Links the units' code into this process and points their cells at it."""
@@ -243,7 +195,7 @@ class LazyExecutable(JitExecutable):
                     STATS["fallback_functions"] += 1
                     warnings.warn(f"jitvm: {self.loaded.name}.{name} runs in the interpreter: cannot lower {op} "
                                   f"({reason})", RuntimeWarning, stacklevel=4)
-            if tier == "baseline" and self.options(unit, "baseline") == self.options(unit, "full"):
+            if tier == "baseline" and self.builder.one_tier(unit):
                 tier = "full"  # loop-free code in a loop-free module: one tier only
             swap = self.tier == "auto" and tier == "baseline"
             for ordinal, symbol in unit.symbols.items():
@@ -261,17 +213,23 @@ class LazyExecutable(JitExecutable):
 
     # --- tiering up -----------------------------------------------------------------------
 
-    def hot_units(self) -> list[_Unit]:
+    def hot_units(self) -> list[Unit]:
         if self.tier != "auto":
             return []
-        return [u for u in self.units if u.tier == "baseline" and any(self.counts[o] >= HOT_CALLS for o in u.ordinals)]
+        return [u for u in self.units if u.tier == "baseline" and
+                (u.hot or any(self.counts[o] >= HOT_CALLS for o in u.ordinals))]
+
+    def baseline_units(self) -> list[Unit]:
+        """Units running baseline code, waiting for their full tier (what lower.handoff
+        passes on when the process ends first)."""
+        return [u for u in self.units if u.tier == "baseline"] if self.tier == "auto" else []
 
     def pending(self) -> bool:
         return self.tier == "auto" and any(u.tier == "baseline" for u in self.units)
 
-    def tier_up(self, units: list[_Unit]) -> None:
+    def tier_up(self, units: list[Unit]) -> None:
         """Compiles `units` with the full pipeline on worker processes, then swaps them in."""
-        built = list(self._build(units, "full", in_workers=True))
+        built = self.builder.build(units, "full", in_workers=True)
         with self._compile_lock:
             self._install(built)
 
@@ -291,6 +249,7 @@ class TierUp:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="jitvm-tier-up", daemon=True)
                 self._thread.start()
+                handoff.at_exit(self.executables)
             self._wake.notify_all()
 
     def _run(self) -> None:
@@ -318,6 +277,9 @@ class TierUp:
                 self._wake.notify_all()
                 if not worked:
                     self._wake.wait(POLL_SECONDS)
+
+    def executables(self) -> list[LazyExecutable]:
+        return list(self._watched)
 
     def idle(self) -> bool:
         return not self.busy and not any(e.hot_units() for e in list(self._watched))

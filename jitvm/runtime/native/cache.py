@@ -4,13 +4,16 @@ Keys are content digests chosen by the user of the store: the JIT keys a module'
 its FlatBuffer, jitvm's sources and the target (lower.llvm.cache); the runtime keys its own
 native code (runtime.native.engine) on the IR text and the target. Location:
 $JITVM_CACHE_DIR, else the user cache directory ($XDG_CACHE_HOME/jitvm or ~/.cache/jitvm).
-Entries are written atomically; a corrupt or partial entry is ignored and rebuilt. Past
+Entries are written atomically; a corrupt or partial entry is ignored and rebuilt; `lock`
+lets processes sharing the store agree who compiles an entry (the others wait, then read it). Past
 $JITVM_CACHE_MAX_MB (default 1024) the least recently used entries go when a new one is
 stored.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -26,6 +29,7 @@ DEFAULT_MAX_MB = 1024
 _bundles: list = []  # read-only layers searched before the directory (runtime.native.bundle)
 _recorders: list[set] = []  # keys read or stored while a `recording()` is open
 _warned: set[str] = set()
+LOCKS = ".locks"  # lock files of keys being compiled; directories starting with "." hold no entries
 
 
 def cache_dir() -> Path:
@@ -117,6 +121,51 @@ def store(k: str, objects: list[bytes], meta: dict) -> None:
         pass  # a read-only or full disk only costs recompilation
 
 
+@contextmanager
+def lock(k: str, blocking: bool = True):
+    """Holds the store's lock on key `k` (an flock on a file of its own, removed by its
+    holder, so none pile up; the kernel drops the lock of a process that dies). Yields
+    False when `blocking` is False and another process holds it, or when the store cannot
+    hold lock files (read-only): then nobody is told to wait."""
+    path = cache_dir() / LOCKS / k
+    fd = None
+    try:
+        while True:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError:
+                yield False
+                return
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            except OSError as e:
+                os.close(fd)
+                fd = None
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EINTR):
+                    yield False
+                    return
+                if not blocking:
+                    yield False
+                    return
+                continue
+            try:  # the file we locked is still the lock's (its last holder removes it)
+                if os.fstat(fd).st_ino == os.stat(path).st_ino:
+                    break
+            except OSError:
+                pass
+            os.close(fd)
+            fd = None
+        yield True
+    finally:
+        if fd is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+            os.close(fd)
+
+
 def max_bytes() -> int:
     try:
         return int(float(os.environ.get("JITVM_CACHE_MAX_MB", DEFAULT_MAX_MB)) * (1 << 20))
@@ -128,7 +177,7 @@ def entries() -> list[tuple[float, int, Path]]:
     """(last use, size in bytes, directory) of every entry."""
     out = []
     for d in cache_dir().glob("*/*"):
-        if d.name.startswith(".tmp-"):
+        if d.name.startswith(".tmp-") or d.parent.name.startswith("."):
             continue
         try:
             out.append((d.stat().st_mtime, sum(f.stat().st_size for f in d.iterdir()), d))
@@ -156,6 +205,6 @@ def clear() -> int:
     d = cache_dir()
     if not d.exists():
         return 0
-    n = sum(1 for _ in d.glob("*/*"))
+    n = sum(1 for e in d.glob("*/*") if not e.parent.name.startswith("."))
     shutil.rmtree(d, ignore_errors=True)
     return n

@@ -1,0 +1,121 @@
+"""A module's units lowered and compiled at a tier, into the code store.
+
+What a lazy executable (lower.lazy) does at a first call or a tier-up, and what a detached
+tier-up worker (lower.tier_worker) does after the process that wanted the code has ended:
+both name a unit's code by the same key, so either finds what the other stored. Processes
+sharing the store take the store's lock on a key before compiling it and look again once
+they hold it, so no unit is compiled twice at once.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import ExitStack
+
+from ..runtime.native import cache as store
+from .executable import STATS
+from .llvm import cache, compiler
+from .module import ModuleLowering
+
+LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
+              "parallel_loops", "vector_math")
+
+
+class Unit:
+    """Functions calling each other (lower.units), compiled together; `tier` is None until
+    compiled, then "baseline", "full" or "failed" (a tier-up that failed: baseline stays)."""
+
+    __slots__ = ("index", "ordinals", "tier", "symbols", "hot")
+
+    def __init__(self, index: int, ordinals: list[int]):
+        self.index = index
+        self.ordinals = ordinals
+        self.tier = None
+        self.symbols: dict[int, str] = {}
+        self.hot = False  # tier up without waiting for calls (its baseline code ran in an earlier process)
+
+
+class UnitBuilder:
+    def __init__(self, verified, digest: str, target, full_options: dict, use_cache: bool):
+        self.verified = verified
+        self.digest = digest  # sha256 of the module's FlatBuffer
+        self.prefix = "jv_" + digest[:16]  # same module, same entry IR: its code is cached
+        self.target = target
+        self.full_options = full_options  # JitBackend.options: the optimised pipeline
+        self.use_cache = use_cache
+
+    def options(self, unit: Unit, tier: str) -> dict:
+        full = self.full_options
+        if tier == "full":
+            return full
+        if any(compiler.has_loops_in(self.verified.functions[o]) for o in unit.ordinals):
+            # guarded nests without checks, but none of the jammed copies: the Python side of
+            # lowering them takes 3x longer, and LLVM more than that; libm calls stay plain (no
+            # vectoriser at this speed to use vector forms)
+            return {"speed": compiler.BASELINE, "codegen": 0, **{k: v for k, v in full.items() if k in LOOP_STEPS},
+                    "jam_loops": False, "vector_math": False}
+        return {"speed": 1, "codegen": 0}
+
+    def one_tier(self, unit: Unit) -> bool:
+        """Whether both tiers compile `unit` the same way (loop-free code in a loop-free module)."""
+        return self.options(unit, "baseline") == self.options(unit, "full")
+
+    def key(self, unit: Unit, options: dict) -> str:
+        return cache.key(self.digest.encode(), self.target, {**options, "unit": unit.ordinals})
+
+    def lower(self, unit: Unit, options: dict) -> tuple[str, dict]:
+        steps = {k: v for k, v in options.items() if k in LOOP_STEPS}
+        lowered = ModuleLowering(self.verified, f"{self.prefix[3:]}u{unit.index}", **steps).lower(unit.ordinals)
+        STATS["llvm_functions"] += len(lowered.symbols)
+        STATS["blocked_nests"] += lowered.blocked_nests
+        meta = {"groups": [{"key": lowered.key, "symbols": {str(o): s for o, s in lowered.symbols.items()}}],
+                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
+        return str(lowered), meta
+
+    def build(self, units: list[Unit], tier: str, in_workers: bool = False) -> list[tuple]:
+        """Lowers and compiles `units` at `tier`, those of one set of options together, and
+        stores each in the code store; returns (unit, tier, objects, meta) of each. With the
+        store, each unit's key is locked first (in key order: processes never wait on each
+        other in a circle) and a unit another process stored meanwhile is read, not compiled."""
+        by_options: dict[str, list[Unit]] = {}
+        for unit in units:
+            by_options.setdefault(json.dumps(self.options(unit, tier), sort_keys=True), []).append(unit)
+        out = []
+        for text, group in by_options.items():
+            options = json.loads(text)
+            keys = {unit.index: self.key(unit, options) for unit in group}
+            with ExitStack() as held:
+                if self.use_cache:
+                    for k in sorted(keys.values()):
+                        held.enter_context(store.lock(k))
+                    todo = []
+                    for unit in group:
+                        hit = store.load(keys[unit.index])
+                        if hit is None:
+                            todo.append(unit)
+                        else:
+                            STATS["cache_hits"] += 1
+                            out.append((unit, tier, hit[0], hit[1]))
+                    group = todo
+                if group:
+                    out.extend(self._compile(group, tier, options, keys, in_workers))
+        return out
+
+    def _compile(self, group: list[Unit], tier: str, options: dict, keys: dict, in_workers: bool) -> list[tuple]:
+        metas = []
+
+        def texts():  # each lowered while the workers compile the previous ones
+            for unit in group:
+                text, unit_meta = self.lower(unit, options)
+                metas.append(unit_meta)
+                yield text
+
+        objects = compiler.build_objects(texts(), len(group), self.target, options["speed"], options["codegen"],
+                                         options.get("slp", True), in_workers)
+        STATS["compiled_modules"] += len(group)
+        out = []
+        for unit, obj, meta in zip(group, objects, metas):
+            if self.use_cache:
+                store.store(keys[unit.index], [obj], meta)
+            out.append((unit, tier, [obj], meta))
+        return out
