@@ -137,3 +137,26 @@ def test_runtime_names_load_lazily():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         rt.nope
     assert {"Config", "SystemContext", "VmModule", "DeviceArray", "ParameterIndex"} <= set(dir(rt))
+
+
+def test_the_dropin_compiles_lazily_in_jitvm_tier(monkeypatch):
+    """Like jitvm.load: nothing compiled at load, each function at its first call, in
+    JITVM_TIER's tier (auto without it); a tier it does not know is an ArgumentError."""
+    import jitvm.runtime as ireert
+    from jitvm.lower import lazy
+
+    monkeypatch.setenv("JITVM_TIER", "baseline")
+    config = ireert.Config("local-task")
+    vm = ireert.VmModule.mmap(config.vm_instance, str(build("scalars", SCALARS)))
+    ctx = ireert.SystemContext(vm_modules=[vm], config=config)
+    exe = vm._loaded[id(config.vm_instance.backend)].executable
+    assert isinstance(exe, lazy.LazyExecutable) and exe.tier == "baseline"
+    untouched = exe.compile_stats()["uncompiled"]
+    a, b = getattr(ctx.modules, vm.name).rank0(np.float32(3), np.int32(4))
+    assert float(a.to_host()) == 9 and int(b.to_host()) == 8
+    assert exe.compile_stats()["uncompiled"] == untouched - 1  # bf16 never called: never compiled
+    monkeypatch.delenv("JITVM_TIER")
+    assert ireert.VmInstance().backend.tier == "auto"
+    monkeypatch.setenv("JITVM_TIER", "fast")
+    with pytest.raises(jitvm.ArgumentError, match="unknown tier"):
+        ireert.VmInstance()

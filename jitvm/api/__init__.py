@@ -72,6 +72,12 @@ def _check_tier(tier) -> str:
     return tier
 
 
+def lazy_jit(threads: int | None = None):
+    """The shared JIT of JITVM_TIER's tier (default "auto"): what the drop-in API
+    (jitvm.api.dropin) prepares modules with, as `load` does without `tier=`."""
+    return _jit_backend(threads, _check_tier(None))
+
+
 def _check_threads(threads) -> int | None:
     if threads is None:
         return None

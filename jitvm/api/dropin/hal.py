@@ -22,7 +22,7 @@ from ...runtime.modules.hal.buffer_view import HalBufferView as _View
 from ...runtime.modules.hal.device import HalDevice as _Device
 from ...runtime.modules.hal.fence import HalFence as _Fence
 from ...runtime.modules.hal.fence import Semaphore, wait_all
-from .. import DRIVERS, EmbeddedLoader, _jit_backend, get_backend
+from .. import DRIVERS, EmbeddedLoader, get_backend, lazy_jit
 from .. import marshal
 from .refs import RefBacked, api_class
 
@@ -363,11 +363,12 @@ def _driver_name(uri: str) -> str:
 
 
 def device_backend(driver: str):
-    """The backend a device's executables run on: JITVM_BACKEND (jit or interp, default jit);
-    one dispatch thread for local-sync."""
+    """The backend a device's executables run on: JITVM_BACKEND (jit or interp, default jit;
+    compiled lazily in JITVM_TIER's tier, as jitvm.load does); one dispatch thread for
+    local-sync."""
     name = os.environ.get("JITVM_BACKEND", "jit")
     if name == "jit":
-        return _jit_backend(1) if driver == "local-sync" else get_backend("jit")
+        return lazy_jit(1 if driver == "local-sync" else None)
     return get_backend(name)
 
 

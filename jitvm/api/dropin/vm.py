@@ -27,7 +27,7 @@ from ...runtime.vm.objects import Ref, VmList
 from ...runtime.vm.objects import VmBuffer as _VmBuffer
 from ...verify import verify_module
 from ...verify.embedded import embedded_modules
-from .. import get_backend
+from .. import get_backend, lazy_jit
 from .hal import HalBufferView
 from .refs import RefBacked, VmRef, api_class, unwrap, wrap
 
@@ -41,11 +41,13 @@ class Linkage(enum.IntEnum):
 
 
 class VmInstance:
-    """Owns nothing but the backend modules are prepared with (JITVM_BACKEND: jit or interp)."""
+    """Owns nothing but the backend modules are prepared with (JITVM_BACKEND: jit or interp;
+    the JIT compiles each function when first called, in JITVM_TIER's tier: lower.lazy)."""
 
     def __init__(self):
         register_hal_types()
-        self.backend = get_backend(os.environ.get("JITVM_BACKEND", "jit"))
+        name = os.environ.get("JITVM_BACKEND", "jit")
+        self.backend = lazy_jit() if name == "jit" else get_backend(name)
 
 
 @api_class("vm.buffer")
