@@ -105,3 +105,17 @@ def test_a_flip_between_looks_rechecks_the_dropped_way_next_run(step):
     cost.many = 9e-4  # one slow run on all threads (say, a core taken away) flips the choice
     assert seq.choose_threads(0) == 1
     assert seq.choose_threads(0) == 2  # ... and the way dropped is measured again at once
+
+
+def test_one_slow_run_is_bounded_but_a_real_change_is_believed(step):
+    """A run counts at most twice the larger of the two ways' averages: one run slowed by a
+    core taken away cannot flip a settled choice, but a grid that became a thousand times
+    costlier on both ways is believed at once (bounded by this way's average alone, the
+    calling thread's estimate took ten runs to catch up, choosing by a stale figure)."""
+    seq, cost = step
+    _measured(cost, one=2e-4, many=1e-4)
+    seq.record_cost(0, 2, 100 * 1e-4 * GRID[0])  # one run on all threads 100x slower
+    assert cost.many <= 0.25 * 1e-4 + 0.75 * 2 * 2e-4 + 1e-12
+    _measured(cost, one=1e-6, many=1e-3)  # all threads measured after the cost grew
+    seq.record_cost(0, 1, 1e-3 * GRID[0])  # the calling thread alone sees the same growth
+    assert cost.one > 0.5e-3

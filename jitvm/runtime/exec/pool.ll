@@ -1,6 +1,7 @@
 ; The pool's threads (runtime.exec.workers): parked on futexes, posted jobs, split loops.
 ${pause_declaration}
 declare i64 @syscall(i64, ...)
+declare i32 @sched_yield()
 
 @always = internal constant i32 1
 
@@ -27,6 +28,7 @@ pause:
   %look = icmp eq i64 %low, 0
   br i1 %look, label %clock, label %spin
 clock:
+  call i32 @sched_yield()
   %t = call i64 @now_ns()
   %waited = sub i64 %t, %t0
   %long = icmp uge i64 %waited, %spin_ns

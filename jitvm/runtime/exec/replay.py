@@ -22,8 +22,12 @@ then, per step:
   it (a reprobe of a grid that clearly wins on all threads runs it serially: ResNet-50's
   4-workgroup convolutions took twice as long on every 32nd run); when the choice changes
   between looks, the way dropped is measured again on the next run. A measurement counts
-  at most twice the average so far (a VM can take a core away for milliseconds: one such
-  run must not flip the choice). A step on the calling thread alone, and the end of the
+  at most twice the larger of the two ways' averages (a VM can take a core away for
+  milliseconds: one such run must not flip the choice; but a real change of cost, seen by
+  both ways, is believed within a run or two). A parallel grid is claimed in runs of about
+  RUN_S on one thread (a thread the machine gives little CPU holds the rest up for at most
+  its last run), and waiting threads yield their core now and then while they spin
+  (`sched_yield`: the thread they wait for may be queued behind them). A step on the calling thread alone, and the end of the
   sequence, send the pool's waiting threads to sleep at once (`jv_pool_rest`): spinning
   through serial steps and host code took a core from the caller on a busy machine;
 - runs the grid, timing it, and checks the kernel left its arguments as it got them (no
@@ -110,6 +114,12 @@ class Sequence:
         (it counts the run: tests drive the policy through this with costs of their own)."""
         s = self.steps[i]
         return native().choose_threads(self.address, ctypes.addressof(s), s.total)
+
+    def record_cost(self, i: int, threads: int, seconds: float) -> None:
+        """Counts a run of step i on `threads` threads that took `seconds` into its entry's
+        cost, as a real run does (tests drive the averaging through this)."""
+        s = self.steps[i]
+        native().record_cost(ctypes.addressof(s), threads, int(seconds * 1e9), s.total)
 
     def threads_used(self) -> list[int]:
         """Per dispatch step of the last run, how many threads ran it (0: not run)."""
