@@ -37,7 +37,8 @@ class JitBackend:
         self.progress = progress
         self.threads = threads
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
-        # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops
+        # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops,
+        # chunk_loops
         # (ModuleLowering)
         # and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
@@ -87,7 +88,7 @@ class JitBackend:
             if self.progress else None
         steps = {n: options[n] for n in
                  ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-                  "parallel_loops", "vector_math") if n in options}
+                  "parallel_loops", "vector_math", "chunk_loops") if n in options}
         lowered = []
 
         def texts():  # lowered one group at a time, while the workers compile the previous ones

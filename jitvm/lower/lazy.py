@@ -42,7 +42,7 @@ TIERS = ("auto", "baseline", "full")
 HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 _LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-               "parallel_loops", "vector_math")
+               "parallel_loops", "vector_math", "chunk_loops")
 
 
 def entries_ir(prefix: str, count: int) -> str:
