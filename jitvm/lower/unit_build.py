@@ -18,7 +18,7 @@ from .llvm import cache, compiler
 from .module import ModuleLowering
 
 LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-              "parallel_loops", "vector_math")
+              "parallel_loops", "vector_math", "chunk_loops")
 
 
 class Unit:

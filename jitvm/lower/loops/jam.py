@@ -254,7 +254,10 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
         return None
     renamed, _refs = written_slots(vf, region)
     others = tuple(sorted({a.buffer for a in accesses} - stored))
-    return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, _factor(vf, loop, region))
+    factor = _factor(vf, loop, region)
+    if nest.jam_factor is not None:
+        factor = min(factor, nest.jam_factor)
+    return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, factor)
 
 
 def _only_element(accesses, buf: int):
@@ -276,7 +279,7 @@ def pure_region(vf, region: range, nest: Nest) -> bool:
         block = vf.blocks[bi]
         for idx in range(block.first, block.last + 1):
             ins = vf.instructions[idx]
-            if idx not in proven and ins.op not in _JAMMABLE:
+            if idx not in proven and idx not in nest.pure and ins.op not in _JAMMABLE:
                 return False
     return True
 
