@@ -38,9 +38,11 @@ WARM_UP = 40  # calls before timing: the thread policy measures both ways in its
 
 
 def _names(runners) -> dict[int, str]:
-    """Native function address -> the VM entry's name, for every entry the runners ran."""
+    """Native function address -> the VM entry's (or library export's) name, for every entry
+    the runners ran."""
     out = {}
     for runner in runners:
+        out.update(runner.library_exports)
         for entry, target in runner._targets.values():
             if target:
                 out[target[0]] = entry.name.split(".", 1)[-1]

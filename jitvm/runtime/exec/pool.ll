@@ -116,7 +116,7 @@ run:
   store i64 %hi, ptr %hi_slot
 ${if traced}  %trace.t0 = call i64 @now_ns()
   call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap) ; a chunk of a split loop, timed when traced
-${if traced}  call void @trace_record(i64 ${TRACE_SPLIT}, i64 %lo, i64 %trace.t0, ptr %body)
+${if traced}  call void @trace_record(i64 ${TRACE_SPLIT}, i64 %lo, i64 %trace.t0, ptr %body, ptr null)
   br label %claim
 done:
   call void @jv_fpu_set(i64 %saved)
