@@ -291,22 +291,54 @@ func.func @main(%x: tensor<1x2x3x70xf32>, %w: tensor<3x2x1x1xf32>, %bias: tensor
 """
 
 
+# A 3x3 depthwise NCHW convolution with bias and ReLU6: its chunks hold the channel and
+# window loops, not jammed (their inner loops stay scalar).
+DEPTHWISE = """
+func.func @main(%x: tensor<1x4x5x72xf32>, %w: tensor<4x3x3xf32>, %bias: tensor<4xf32>) -> tensor<1x4x3x70xf32> {
+  %zero = arith.constant 0.0 : f32
+  %six = arith.constant 6.0 : f32
+  %init = tensor.empty() : tensor<1x4x3x70xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<1x4x3x70xf32>) -> tensor<1x4x3x70xf32>
+  %conv = linalg.depthwise_conv_2d_nchw_chw {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x4x5x72xf32>, tensor<4x3x3xf32>) outs(%fill : tensor<1x4x3x70xf32>) -> tensor<1x4x3x70xf32>
+  %act = linalg.generic {indexing_maps = [affine_map<(n, c, h, w) -> (n, c, h, w)>, affine_map<(n, c, h, w) -> (c)>,
+                                          affine_map<(n, c, h, w) -> (n, c, h, w)>],
+      iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%conv, %bias : tensor<1x4x3x70xf32>, tensor<4xf32>) outs(%init : tensor<1x4x3x70xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %m = arith.maximumf %s, %zero : f32
+    %n = arith.minimumf %m, %six : f32
+    linalg.yield %n : f32
+  } -> tensor<1x4x3x70xf32>
+  return %act : tensor<1x4x3x70xf32>
+}
+"""
+
+PROGRAMS = {  # name -> (MLIR, input shapes, chunked loops, whether one chunk's nest is jammed)
+    "1x1 conv + padding": (CONV_PAD, ((1, 2, 3, 70), (3, 2, 1, 1), (3,)), 3, True),
+    "depthwise 3x3 conv": (DEPTHWISE, ((1, 4, 5, 72), (4, 3, 3), (4,)), 3, False),
+}
+
+
 @pytest.mark.skipif(shutil.which("iree-compile") is None, reason="needs iree-compile")
-def test_nchw_conv_with_fused_padding_is_bit_identical(tmp_path, backends):
+@pytest.mark.parametrize("program", PROGRAMS.values(), ids=PROGRAMS.keys())
+def test_nchw_convolutions_are_bit_identical(tmp_path, backends, program):
     import iree.runtime as ireert
 
-    src, vmfb = tmp_path / "conv_pad.mlir", tmp_path / "conv_pad.vmfb"
-    src.write_text(CONV_PAD)
+    text, shapes, chunked, jammed = program
+    src, vmfb = tmp_path / "conv.mlir", tmp_path / "conv.vmfb"
+    src.write_text(text)
     dumps = tmp_path / "bin"
     subprocess.run(["iree-compile", "--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=vmvx",
                     f"--iree-hal-dump-executable-binaries-to={dumps}", str(src), "-o", str(vmfb)], check=True)
     (dispatch,) = dumps.glob("*.vmfb")
     vf = verify_module(load_module(dispatch.read_bytes())).functions[0]
     plans = [n for n in NestVersioning().nests(vf).values() if isinstance(n, ChunkPlan)]
-    assert len(plans) == 3  # fill, convolution, bias + ReLU6 + padding
-    assert any(jam.plan(vf, p.chunk) is not None for p in plans)  # the convolution's chunks are jammed
+    assert len(plans) == chunked  # fill, convolution, bias + ReLU6 (+ padding)
+    assert any(jam.plan(vf, p.chunk) is not None for p in plans) == jammed
     rng = np.random.default_rng(3)
-    args = [rng.standard_normal(s).astype(np.float32) for s in ((1, 2, 3, 70), (3, 2, 1, 1), (3,))]
+    args = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     want = np.asarray(ireert.load_vm_flatbuffer_file(str(vmfb), driver="local-sync").main(*args))
     for name, be in backends.items():
         got = np.asarray(jitvm.load(str(vmfb), be).function("main")(*args))
