@@ -326,3 +326,21 @@ def test_a_unit_another_process_compiles_is_read_not_compiled_again(tmp_path, mo
     assert compiled_by_other == 1 and STATS["compiled_modules"] == before + 1  # the waiter compiled nothing
     assert results and results[0][2] == objects
     assert not (tmp_path / "store" / cache.LOCKS / key).exists()
+
+
+def test_compile_workers_start_while_a_module_loads(tmp_path, monkeypatch):
+    """The first module with several baseline units starts the workers that compile them at
+    its first call; the call takes them (and gets the interpreter's bits)."""
+    from jitvm.lower.llvm import compile_pool
+
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    monkeypatch.setattr(lazy, "_prestarted", [])
+    monkeypatch.setattr(compile_pool, "processes", lambda: 2)
+    assert not compile_pool._spare
+    m = jitvm.load("example:cnn", backend=JitBackend(progress=False, tier="baseline"))
+    assert [k[:2] for k in compile_pool._spare] == [(2, JitBackend().target)]
+    x = np.random.default_rng(3).random((1, 28, 28, 1), np.float32)
+    got = m.predict(x)
+    assert not compile_pool._spare  # taken by the kernels' compile, and closed after it
+    want = jitvm.load("example:cnn", backend="interp").predict(x)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

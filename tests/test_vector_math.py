@@ -75,6 +75,25 @@ def test_other_hosts_keep_libm_calls(monkeypatch):
         vector_math.available.cache_clear()
 
 
+def test_the_probe_answer_is_kept_in_the_store(tmp_path, monkeypatch):
+    """Once per host: a later process reads it (known() without probing: what a baseline
+    compile asks), and a store without it means "not known", never a guess."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path))
+    vector_math.available.cache_clear()
+    try:
+        if not vector_math._switched_on():
+            assert vector_math.known() is False
+            return
+        assert vector_math.known() is None
+        answer = vector_math.available()
+        vector_math.available.cache_clear()
+        monkeypatch.setattr(vector_math, "Maps", None)  # a probe now would fail: the answer is read
+        assert vector_math.known() is answer and vector_math.available() is answer
+    finally:
+        monkeypatch.undo()
+        vector_math.available.cache_clear()
+
+
 def test_definitions_parse_and_name_every_width():
     import llvmlite.binding as llvm
     text = vecmath.definitions(vecmath.FUNCTIONS)

@@ -72,6 +72,12 @@ class JitBackend:
             return {"speed": self.speed, "codegen": 2, "vector_math": vector_math.available(), **self.loop_steps}
         return {"speed": 1, "codegen": 0}
 
+    def known_options(self, loaded: LoadedModule) -> dict | None:
+        """`options` when they cost no vector math probe (vector_math.known), else None."""
+        if compiler.has_loops(loaded.verified) and vector_math.known() is None:
+            return None
+        return self.options(loaded)
+
     def compile(self, loaded: LoadedModule) -> tuple[list[bytes], dict]:
         """Object code (one object per function group) and metadata, cached or compiled."""
         flat = loaded.module.archive.flatbuffer

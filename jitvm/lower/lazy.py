@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import sys
 import threading
 import time
@@ -34,7 +35,7 @@ from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import instance_of_state
 from . import handoff
 from .executable import STATS, JitExecutable, _Progress
-from .llvm import loader
+from .llvm import compile_pool, compiler, loader
 from .unit_build import Unit, UnitBuilder
 from .units import call_components, run_once
 
@@ -59,7 +60,8 @@ class LazyExecutable(JitExecutable):
         verified = loaded.verified
         n = len(verified.functions)
         self.digest = hashlib.sha256(loaded.module.archive.flatbuffer).hexdigest()
-        self.builder = UnitBuilder(verified, self.digest, backend.target, backend.options(loaded), backend.use_cache)
+        self.builder = UnitBuilder(verified, self.digest, backend.target, lambda: backend.options(loaded),
+                                   backend.use_cache, backend.loop_steps, lambda: backend.known_options(loaded))
         self.prefix = self.builder.prefix
         self.units = [Unit(i, c) for i, c in enumerate(call_components(verified))]
         self.unit_of = {o: u for u in self.units for o in u.ordinals}
@@ -71,6 +73,8 @@ class LazyExecutable(JitExecutable):
         self._compile_lock = threading.Lock()
         self._modules: list[engine.JitModule] = []  # every tier's code, kept while calls may be in it
         self._code: dict[int, object] = {}  # ordinal -> ctypes function of its current code
+        if tier != "full":
+            _prestart_pool(self)
         native = [o for o in range(n) if o not in self.interpreted]
         self.entries: dict[int, int] = {}
         self.fns = {}
@@ -147,9 +151,12 @@ class LazyExecutable(JitExecutable):
     def _compile(self, units: list[Unit]) -> None:
         first = "full" if self.tier == "full" else "baseline"
         found, missing, promote = [], [], []
+        # a tier-up's code first; but where its key needs the vector math probe, none was
+        # stored with this store (the probe's answer would be there): the baseline needs none
+        tiers = ("full", first) if first == "full" or self.builder.known_full() is not None else (first,)
         for unit in units:
             hit = tier = None
-            for tier in dict.fromkeys(("full", first)) if self.backend.use_cache else ():  # a tier-up's code first
+            for tier in dict.fromkeys(tiers) if self.backend.use_cache else ():
                 hit = store.load(self.builder.key(unit, self.options(unit, tier)))
                 if hit is not None:
                     break
@@ -234,6 +241,24 @@ class LazyExecutable(JitExecutable):
             self._install(built)
 
 
+_prestarted: list = []
+
+
+def _prestart_pool(executable: LazyExecutable) -> None:
+    """The compile workers of the first module with several baseline units to compile
+    together (an executable's kernels) start while it loads: once per process."""
+    if _prestarted or compile_pool.processes() < 2:
+        return
+    looped = [u for u in executable.units if u.ordinals[0] not in executable.interpreted and
+              executable.builder._loops(u)]
+    if len(looped) < 2:
+        return
+    options = executable.options(looped[0], "baseline")
+    _prestarted.append(True)
+    compile_pool.prestart(compile_pool.processes(), executable.backend.target, options["speed"], options["codegen"],
+                          options.get("slp", True))
+
+
 class TierUp:
     """The background thread that recompiles hot baseline code with the full pipeline."""
 
@@ -253,6 +278,7 @@ class TierUp:
             self._wake.notify_all()
 
     def _run(self) -> None:
+        _lower_priority()
         while True:
             with self._wake:
                 while not self._watched:
@@ -301,6 +327,15 @@ class TierUp:
         if shown:
             sys.stderr.write(f"jitvm: optimised code ready after {time.perf_counter() - start:.1f} s\n")
         return True
+
+
+def _lower_priority() -> None:
+    """This thread (Linux: niceness is per thread) yields the cores to calls' threads."""
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + compiler.BACKGROUND_NICE)
+    except (AttributeError, OSError):
+        pass
 
 
 TIER_UP = TierUp()

@@ -36,29 +36,54 @@ class Unit:
 
 
 class UnitBuilder:
-    def __init__(self, verified, digest: str, target, full_options: dict, use_cache: bool):
+    def __init__(self, verified, digest: str, target, full_options, use_cache: bool, loop_steps: dict | None = None,
+                 known_full=None):
         self.verified = verified
         self.digest = digest  # sha256 of the module's FlatBuffer
         self.prefix = "jv_" + digest[:16]  # same module, same entry IR: its code is cached
         self.target = target
-        self.full_options = full_options  # JitBackend.options: the optimised pipeline
+        # JitBackend.options, the optimised pipeline: a dict, or a function asked once, when
+        # the full tier is first wanted (it probes the vector math: the baseline never waits for it)
+        self._full = full_options
+        self._known_full = known_full  # the same dict when it costs nothing, else None
+        self.loop_steps = {k: v for k, v in (loop_steps or {}).items() if k in LOOP_STEPS}  # steps turned off
         self.use_cache = use_cache
+        self._module_loops = None
+
+    @property
+    def full_options(self) -> dict:
+        if callable(self._full):
+            self._full = self._full()
+        return self._full
+
+    def known_full(self) -> dict | None:
+        """The full tier's options if they cost nothing now (no probe), else None."""
+        if callable(self._full) and self._known_full is not None:
+            known = self._known_full()
+            if known is not None:
+                self._full = known
+        return None if callable(self._full) else self._full
+
+    def _loops(self, unit: Unit) -> bool:
+        return any(compiler.has_loops_in(self.verified.functions[o]) for o in unit.ordinals)
 
     def options(self, unit: Unit, tier: str) -> dict:
-        full = self.full_options
         if tier == "full":
-            return full
-        if any(compiler.has_loops_in(self.verified.functions[o]) for o in unit.ordinals):
+            return self.full_options
+        if self._loops(unit):
             # guarded nests without checks, but none of the jammed copies: the Python side of
             # lowering them takes 3x longer, and LLVM more than that; libm calls stay plain (no
             # vectoriser at this speed to use vector forms)
-            return {"speed": compiler.BASELINE, "codegen": 0, **{k: v for k, v in full.items() if k in LOOP_STEPS},
-                    "jam_loops": False, "vector_math": False}
+            return {"speed": compiler.BASELINE, "codegen": 0, **self.loop_steps, "jam_loops": False,
+                    "vector_math": False}
         return {"speed": 1, "codegen": 0}
 
     def one_tier(self, unit: Unit) -> bool:
-        """Whether both tiers compile `unit` the same way (loop-free code in a loop-free module)."""
-        return self.options(unit, "baseline") == self.options(unit, "full")
+        """Whether both tiers compile `unit` the same way (loop-free code in a loop-free
+        module: JitBackend.options compiles such modules quickly whatever the tier)."""
+        if self._module_loops is None:
+            self._module_loops = compiler.has_loops(self.verified)
+        return not self._module_loops
 
     def key(self, unit: Unit, options: dict) -> str:
         return cache.key(self.digest.encode(), self.target, {**options, "unit": unit.ordinals})

@@ -4,7 +4,8 @@ Groups are compiled one LLVM module each (36 small modules of a ResNet take a qu
 CPU than the same functions in two large ones) and handed out as workers become free, so
 the cores stay busy whatever the groups' sizes. The caller lowers the next group while
 the workers compile the previous ones. A job whose worker fails or dies comes back as
-None: the caller compiles it in process.
+None: the caller compiles it in process. A lazily compiled module starts the workers of its
+first compile while it loads (`prestart`), so a first call does not wait for their start.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ...runtime.native import target as targets
 
 _ROOT = str(Path(__file__).resolve().parents[3])  # the checkout holding the jitvm package
 _open: set = set()  # pools with workers; at exit they go (a background tier-up does not outlive us)
+_spare: dict = {}  # (processes, target, speed, codegen, slp) -> a started pool no compile has taken yet
 
 
 @atexit.register
@@ -29,9 +31,29 @@ def _kill_open_pools() -> None:
             p.kill()
 
 
+def prestart(processes: int, target: targets.Target, speed: int, codegen: int, slp: bool) -> None:
+    """Starts a pool's workers now, for the next `take` of the same options."""
+    k = (processes, target, speed, codegen, slp)
+    if k not in _spare:
+        _spare[k] = CompilePool(processes, None, target, speed, codegen, slp)
+
+
+def take(processes: int, directory: Path, target: targets.Target, speed: int, codegen: int,
+         slp: bool, nice: int = 0) -> "CompilePool":
+    """A pool of these options working in `directory`: the pre-started one if there is one
+    (with at least `processes` workers alive), else a new one (its workers at `nice`)."""
+    for k in [k for k in _spare if k[0] >= processes and k[1:] == (target, speed, codegen, slp)] if not nice else ():
+        pool = _spare.pop(k)
+        if pool.workers:
+            pool.directory = directory
+            return pool
+        pool.close()
+    return CompilePool(processes, directory, target, speed, codegen, slp, nice)
+
+
 class CompilePool:
-    def __init__(self, processes: int, directory: Path, target: targets.Target, speed: int, codegen: int,
-                 slp: bool):
+    def __init__(self, processes: int, directory: Path | None, target: targets.Target, speed: int, codegen: int,
+                 slp: bool, nice: int = 0):
         self.directory = directory
         self._sel = selectors.DefaultSelector()
         self._idle: list[subprocess.Popen] = []
@@ -40,7 +62,7 @@ class CompilePool:
         self.results: dict[int, bytes | None] = {}
         _open.add(self)
         args = [sys.executable, "-m", "jitvm.lower.llvm.compile_worker", target.triple, target.cpu, target.features,
-                str(speed), str(codegen), "1" if slp else "0"]
+                str(speed), str(codegen), "1" if slp else "0", str(nice)]
         for _ in range(processes):
             try:
                 p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

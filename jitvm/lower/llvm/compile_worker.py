@@ -1,10 +1,11 @@
-"""A compile worker: `python -m jitvm.lower.llvm.compile_worker TRIPLE CPU FEATURES SPEED CODEGEN SLP`.
+"""A compile worker: `python -m jitvm.lower.llvm.compile_worker TRIPLE CPU FEATURES SPEED CODEGEN SLP [NICE]`.
 
 Reads jobs from stdin, one per line, `IR<TAB>OBJ`: optimizes the LLVM IR text in file IR,
 writes object code to OBJ and answers `ok` (or `fail`) on stdout. The JIT keeps one per
 core while it compiles a module's function groups (lower.llvm.compile_pool): llvmlite
 serializes LLVM calls within a process, so parallel compilation needs processes. A plain
-module run by path, so nothing of the parent's own script is imported.
+module run by path, so nothing of the parent's own script is imported. NICE: how much
+lower its priority is than the parent's (a background tier-up's workers yield to calls).
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    triple, cpu, features, speed, codegen, slp = argv
+    triple, cpu, features, speed, codegen, slp = argv[:6]
+    if len(argv) > 6 and int(argv[6]):
+        import os
+        try:
+            os.nice(int(argv[6]))
+        except OSError:
+            pass
     from .compiler import build_object
     from ...runtime.native.target import Target
 

@@ -16,6 +16,7 @@ import llvmlite.binding as llvm
 
 from ...runtime.native import target as targets
 
+BACKGROUND_NICE = 10  # how much lower background compiles (in_workers: a tier-up) run than calls
 BASELINE = -1  # the `speed` of the baseline tier: BASELINE_PASSES instead of LLVM's O1/O2/O3
 BASELINE_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg")
 
@@ -78,10 +79,11 @@ def build_objects(texts: Iterable[str], count: int, target: targets.Target, spee
     import tempfile
     from pathlib import Path
 
-    from .compile_pool import CompilePool, processes
+    from .compile_pool import processes, take
 
     with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
-        pool = CompilePool(max(1, min(processes(), count)), Path(tmp), target, speed, codegen, slp)
+        pool = take(max(1, min(processes(), count)), Path(tmp), target, speed, codegen, slp,
+                    BACKGROUND_NICE if in_workers else 0)
         try:
             pending = {}
             for i, text in enumerate(texts):

@@ -1,5 +1,7 @@
-"""Whether this host's libm is the one runtime.native.vecmath reproduces: checked once per
-process by running the vector forms and the scalar calls over a probe set, bit for bit.
+"""Whether this host's libm is the one runtime.native.vecmath reproduces: checked by running
+the vector forms and the scalar calls over a probe set, bit for bit, once per host: the
+answer is kept in the code store, keyed on the libm file's bytes, jitvm's sources, LLVM
+and the target (`known()` reads it without probing: what a baseline compile asks).
 
 The vector forms follow glibc's float functions as its x86_64 FMA build computes them; on
 another libc, another glibc build, a CPU without FMA (glibc then takes its plain variant) or
@@ -9,13 +11,15 @@ another machine, some probe differs and lowering keeps one libm call per element
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import platform
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
-from ...runtime.native import engine, mathlib, vecmath
+from ...runtime.native import cache as store, engine, mathlib, target as targets, vecmath
 
 _MAP = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)
 
@@ -76,18 +80,59 @@ class Maps:
 REPRODUCED_HOSTS = {("x86_64", "glibc")}  # (machine, libc) whose libm the forms follow
 
 
+def _libm_digest() -> str | None:
+    """sha256 of the libm this process has mapped, or None when it cannot be read."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "/libm." in line or "/libm-" in line}
+        if len(paths) != 1:
+            return None
+        return hashlib.sha256(Path(paths.pop()).read_bytes()).hexdigest()
+    except (OSError, IndexError):
+        return None
+
+
+@lru_cache(maxsize=None)
+def _answer_key() -> str | None:
+    libm = _libm_digest()
+    if libm is None:
+        return None
+    from .cache import key
+    return "vm" + key(b"vector-math-probe", targets.host(), {"libm": libm})
+
+
+def _switched_on() -> bool:
+    return os.environ.get(vecmath.ENV_SWITCH, "1") != "0" and \
+        (platform.machine(), platform.libc_ver()[0]) in REPRODUCED_HOSTS
+
+
+def known() -> bool | None:
+    """`available()` when it costs no probe (switched off, another host, or answered
+    before on this host); else None."""
+    if available.cache_info().currsize or not _switched_on():
+        return available()
+    k = _answer_key()
+    hit = store.load(k) if k else None
+    return None if hit is None else bool(hit[1].get("available"))
+
+
 @lru_cache(maxsize=None)
 def available() -> bool:
     """Vector math is on (JITVM_VECTOR_MATH unset or not "0"), this is a host whose libm the
     forms follow (elsewhere, e.g. aarch64 glibc, the same sources are contracted differently
     and a probe need not see every difference) and every probe matches."""
-    if os.environ.get(vecmath.ENV_SWITCH, "1") == "0":
+    if not _switched_on():
         return False
-    if (platform.machine(), platform.libc_ver()[0]) not in REPRODUCED_HOSTS:
-        return False
+    k = _answer_key()
+    hit = store.load(k) if k else None
+    if hit is not None:
+        return bool(hit[1].get("available"))
     try:
         maps = Maps()
     except Exception:  # a host LLVM cannot build them for (e.g. no vector registers): plain calls
         return False
     x = probe_inputs()
-    return all(maps.differences(name, x).size == 0 for name in vecmath.FUNCTIONS)
+    answer = all(maps.differences(name, x).size == 0 for name in vecmath.FUNCTIONS)
+    if k:
+        store.store(k, [], {"what": "vector math probe", "available": answer})
+    return answer
