@@ -55,7 +55,9 @@ def iree_session(vmfb, with_check: bool):
 
 def iree_call(module, function: str, args):
     """(trapped, message, results as numpy arrays / Python scalars) of one IREE call."""
-    args = [a.item() if isinstance(a, np.generic) else a for a in args]
+    from jitvm.fuzz.oracles.iree import iree_argument
+
+    args = [iree_argument(a) for a in args]
     try:
         r = module[function](*args)
     except Exception as e:  # noqa: BLE001 - IREE raises RuntimeError/ValueError for traps

@@ -1,12 +1,14 @@
 // bf16 maths: elementwise arithmetic, exp and tanh, a reduction, matmuls (bf16 and f32
-// accumulators), conversions to and from f32 (rounded to nearest even) and to i32. VMVX
-// cannot lower bf16 arithmetic, so llvm-cpu only.
+// accumulators), a scalar argument (the VM passes its bits in an i32), conversions to and
+// from f32 (rounded to nearest even) and to i32. VMVX cannot lower bf16 arithmetic, so
+// llvm-cpu only.
 // TARGETS: llvm-cpu
 // CALL @bf16_elementwise(37xbf16, 37xbf16)
 // CALL @bf16_exp(19xbf16)
 // CALL @bf16_sum_rows(6x11xbf16)
 // CALL @bf16_matmul(5x8xbf16, 8x7xbf16)
 // CALL @bf16_convert(13xf32, 13xbf16)
+// CALL @bf16_scale(9xbf16, bf16)
 func.func @bf16_elementwise(%a: tensor<37xbf16>, %b: tensor<37xbf16>) -> (tensor<37xbf16>, tensor<37xbf16>) {
   %s = arith.addf %a, %b : tensor<37xbf16>
   %p = arith.mulf %s, %a : tensor<37xbf16>
@@ -54,4 +56,16 @@ func.func @bf16_convert(%x: tensor<13xf32>, %h: tensor<13xbf16>) -> (tensor<13xb
   %w = arith.extf %h : tensor<13xbf16> to tensor<13xf32>
   %i = arith.fptosi %h : tensor<13xbf16> to tensor<13xi32>
   return %t, %w, %i : tensor<13xbf16>, tensor<13xf32>, tensor<13xi32>
+}
+
+func.func @bf16_scale(%x: tensor<9xbf16>, %s: bf16) -> tensor<9xbf16> {
+  %e = tensor.empty() : tensor<9xbf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<9xbf16>) outs(%e : tensor<9xbf16>) {
+  ^bb0(%in: bf16, %o: bf16):
+    %m = arith.mulf %in, %s : bf16
+    %a = arith.addf %m, %s : bf16
+    linalg.yield %a : bf16
+  } -> tensor<9xbf16>
+  return %r : tensor<9xbf16>
 }

@@ -1,12 +1,14 @@
 // f16 maths: elementwise arithmetic, exp and tanh, a reduction, matmuls (f16 and f32
-// accumulators), conversions to and from f32 (overflowing to inf) and to i32. VMVX cannot lower
-// f16 arithmetic (iree-compile 3.13: "failed to legalize arith.cmpf"), so llvm-cpu only.
+// accumulators), a scalar argument (the VM passes its bits in an i32), conversions to and
+// from f32 (overflowing to inf) and to i32. VMVX cannot lower f16 arithmetic (iree-compile
+// 3.13: "failed to legalize arith.cmpf"), so llvm-cpu only.
 // TARGETS: llvm-cpu
 // CALL @f16_elementwise(37xf16, 37xf16)
 // CALL @f16_exp(19xf16)
 // CALL @f16_sum_rows(6x11xf16)
 // CALL @f16_matmul(5x8xf16, 8x7xf16)
 // CALL @f16_convert(13xf32, 13xf16)
+// CALL @f16_scale(9xf16, f16)
 func.func @f16_elementwise(%a: tensor<37xf16>, %b: tensor<37xf16>) -> (tensor<37xf16>, tensor<37xf16>) {
   %s = arith.addf %a, %b : tensor<37xf16>
   %p = arith.mulf %s, %a : tensor<37xf16>
@@ -54,4 +56,16 @@ func.func @f16_convert(%x: tensor<13xf32>, %h: tensor<13xf16>) -> (tensor<13xf16
   %w = arith.extf %h : tensor<13xf16> to tensor<13xf32>
   %i = arith.fptosi %h : tensor<13xf16> to tensor<13xi32>
   return %t, %w, %i : tensor<13xf16>, tensor<13xf32>, tensor<13xi32>
+}
+
+func.func @f16_scale(%x: tensor<9xf16>, %s: f16) -> tensor<9xf16> {
+  %e = tensor.empty() : tensor<9xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%x : tensor<9xf16>) outs(%e : tensor<9xf16>) {
+  ^bb0(%in: f16, %o: f16):
+    %m = arith.mulf %in, %s : f16
+    %a = arith.addf %m, %s : f16
+    linalg.yield %a : f16
+  } -> tensor<9xf16>
+  return %r : tensor<9xf16>
 }
