@@ -13,7 +13,8 @@ comments that say how the differential tests should call it:
     The backends the program compiles for (vmvx, llvm-cpu; default both), the first being
     the one the corpus is built for: VMVX cannot lower f16/bf16 arithmetic, llvm-cpu cannot
     lower f64 math.erf. ``Corpus.build(target=...)`` builds every program listing a target
-    for that target (llvm-cpu: a generic CPU, so cached modules run on any host).
+    for that target (llvm-cpu: a generic CPU of this machine's architecture, or of
+    ``$JITVM_CORPUS_LLVM_TRIPLE``'s when another host's corpus is built here).
 ``// CALL @fn(2x3xf32, 3xi32, i32)``  (MLIR)
     One call with deterministic pseudo-random inputs of these shapes/dtypes (see
     :func:`make_inputs`). Scalars are written as a bare dtype. Dtypes: f16 bf16 f32 f64 i8 i16

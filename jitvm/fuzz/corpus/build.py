@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -31,12 +32,33 @@ VMVX_FLAGS: tuple[str, ...] = (
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=vmvx",
 )
-#: A generic CPU of the host's architecture: a cached module runs on any machine of it.
+#: The architecture's generic CPU: a cached module runs on any machine of it (every qemu -cpu
+#: model too). The triple is the machine's the tests run on: this one's, or
+#: $JITVM_CORPUS_LLVM_TRIPLE when another host's corpus is built here (bench/aarch64.sh
+#: builds its emulated arm64 root's); it is in the flags, so in the cache key.
 LLVM_CPU_FLAGS: tuple[str, ...] = (
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=llvm-cpu",
     "--iree-llvmcpu-target-cpu=generic",
 )
+TRIPLE_ENV = "JITVM_CORPUS_LLVM_TRIPLE"
+_HOST_TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "amd64": "x86_64-unknown-linux-gnu",
+                 "aarch64": "aarch64-unknown-linux-gnu", "arm64": "aarch64-unknown-linux-gnu"}
+
+
+def llvm_cpu_triple() -> str | None:
+    """The target triple of the corpus's llvm-cpu modules (None: iree-compile's default)."""
+    return os.environ.get(TRIPLE_ENV) or _HOST_TRIPLES.get(platform.machine().lower())
+
+
+def target_flags(target: str) -> tuple[str, ...]:
+    """The iree-compile flags every MLIR program compiled for `target` gets."""
+    if target != "llvm-cpu":
+        return TARGET_FLAGS[target]
+    triple = llvm_cpu_triple()
+    return LLVM_CPU_FLAGS + ((f"--iree-llvmcpu-target-triple={triple}",) if triple else ())
+
+
 TARGET_FLAGS = {"vmvx": VMVX_FLAGS, "llvm-cpu": LLVM_CPU_FLAGS}
 
 #: Bump when the cache layout or the way modules are compiled changes.
@@ -127,7 +149,7 @@ class Corpus:
                 versions[tool_name], n = _version_of(tool_name, cache_dir)
                 spawned += n
             chosen = (target or d.targets[0]) if kind == "mlir" else ""
-            flags = (TARGET_FLAGS[chosen] + d.flags_for(chosen)) if kind == "mlir" else ()
+            flags = (target_flags(chosen) + d.flags_for(chosen)) if kind == "mlir" else ()
             h = hashlib.sha256()
             for part in (_CACHE_FORMAT, kind, text, "\0".join(flags), versions[tool_name]):
                 h.update(part.encode())
@@ -229,7 +251,7 @@ def _entry_valid(j: _Job) -> bool:
 def compile_command(kind: str, source: Path, out: Path, flags: Sequence[str], exe_dir: Path | None,
                     target: str = "vmvx"):
     if kind == "mlir":
-        cmd = [require_tool("iree-compile"), *TARGET_FLAGS[target], *flags, str(source), "-o", str(out)]
+        cmd = [require_tool("iree-compile"), *target_flags(target), *flags, str(source), "-o", str(out)]
         if exe_dir is not None:
             cmd.insert(-3, f"--iree-hal-dump-executable-binaries-to={exe_dir}")
         return cmd
