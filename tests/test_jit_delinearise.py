@@ -94,6 +94,75 @@ vm.func @k(%r0: !vm.buffer, %r1: !vm.buffer, %i0: i32, %i1: i32, %i2: i32, %i3: 
 """.format(floor_c=_FLOOR.format(x="%i32:33", n="%i36:37", q="%i40:41", r="%i38:39"),
            floor_rest="", floor_w=_FLOOR.format(x="%i32:33", n="%i12:13", q="%i48:49", r="%i42:43"))
 
+# @acc(out, in, W, C, H): for i in [0, H*W): h, w = delinearise(i) by W; for c in [0, C):
+# out[c*S + h*W + w] += in[c*H*W + h*W + w], S a constant. Columns w are chunked and jammed
+# over the channel loop; with S < W different (c, w) pairs share elements, so the jam must
+# keep its copies S apart (or the additions' order, and the bits, change).
+ACCUMULATE = """
+vm.module @acc version 0
+vm.export @acc
+vm.func @acc(%r0: !vm.buffer, %r1: !vm.buffer, %i0: i32, %i1: i32, %i2: i32) -> () {{
+^bb0:
+  %i4:5 = vm.ext.i32.i64.s %i0
+  %i6:7 = vm.ext.i32.i64.s %i1
+  %i8:9 = vm.const.i64 {stride}
+  %i10:11 = vm.ext.i32.i64.s %i2
+  %i12:13 = vm.mul.i64 %i10:11, %i4:5
+  %i14:15 = vm.const.i64.zero
+  %i16:17 = vm.const.i64 1
+  %i18:19 = vm.const.i64 -1
+  vm.br ^bb1(%i14->%i20, %i15->%i21)
+^bb1:
+  %i22 = vm.cmp.lt.i64.s %i20:21, %i12:13
+  vm.cond_br %i22, ^bb2(), ^bb6()
+^bb2:
+{floor}
+  %i28:29 = vm.fma.i64 %i24:25, %i4:5, %i26:27
+  vm.br ^bb3(%i14->%i30, %i15->%i31)
+^bb3:
+  %i32 = vm.cmp.lt.i64.s %i30:31, %i6:7
+  vm.cond_br %i32, ^bb4(), ^bb5()
+^bb4:
+  %i34:35 = vm.fma.i64 %i30:31, %i8:9, %i28:29
+  %i36:37 = vm.fma.i64 %i30:31, %i12:13, %i28:29
+  %i38 = vm.buffer.load.f32 %r1, %i36:37
+  %i39 = vm.buffer.load.f32 %r0, %i34:35
+  %i39 = vm.add.f32 %i39, %i38
+  vm.buffer.store.f32 %i39, %r0, %i34:35
+  %i30:31 = vm.add.i64 %i30:31, %i16:17
+  vm.br ^bb3()
+^bb5:
+  %i20:21 = vm.add.i64 %i20:21, %i16:17
+  vm.br ^bb1()
+^bb6:
+  vm.return
+}}
+"""
+
+
+def _accumulate(stride: int) -> str:
+    return ACCUMULATE.format(stride=stride, floor=_FLOOR.format(x="%i20:21", n="%i4:5", q="%i24:25", r="%i26:27"))
+
+
+@pytest.mark.parametrize("stride,factor", [(4, 4), (1000, 16)])
+def test_jammed_columns_keep_their_elements_apart(backends, stride, factor):
+    (plan,) = _plans(_accumulate(stride))
+    vf = verify_module(load_module(assemble(_accumulate(stride), "<acc>"))).functions[0]
+    assert jam.plan(vf, plan.chunk).factor == factor
+    vmfb = assemble(_accumulate(stride), "<acc>")
+    rng = np.random.default_rng(stride)
+    width, channels, height = 37, 5, 3
+    data = (rng.standard_normal(channels * height * width) * 10.0 ** rng.integers(-3, 4, channels * height * width))
+    start = rng.standard_normal(stride * channels + height * width + 64).astype(np.float32)
+    got = {}
+    for name, be in backends.items():
+        inst = instantiate(vmfb, be)[1]
+        dst, src = VmBuffer.from_bytes(start.tobytes()), VmBuffer.from_bytes(data.astype(np.float32).tobytes())
+        inst.lookup("acc").call([dst, src, width, channels, height])
+        got[name] = dst.tobytes()
+    assert got["chunked"] == got["interp"] == got["unchunked"]
+
+
 # @s(hi, lo, n, a, b, d): the wrapping i64 sum over i in [start, start + n), start = hi * 2^32 +
 # lo (unsigned), of chains whose dividends move by 3 (3i + a) and by -1 (b - i) per
 # iteration, signed and unsigned divisions by d, an equality and an order compare feeding
@@ -291,8 +360,9 @@ func.func @main(%x: tensor<1x2x3x70xf32>, %w: tensor<3x2x1x1xf32>, %bias: tensor
 """
 
 
-# A 3x3 depthwise NCHW convolution with bias and ReLU6: its chunks hold the channel and
-# window loops, not jammed (their inner loops stay scalar).
+# A 3x3 depthwise NCHW convolution with bias and ReLU6: each chunk (output columns) holds
+# the channel and window loops, and the columns are jammed although the accumulator's
+# element moves with the channel: no two jammed copies touch the same element.
 DEPTHWISE = """
 func.func @main(%x: tensor<1x4x5x72xf32>, %w: tensor<4x3x3xf32>, %bias: tensor<4xf32>) -> tensor<1x4x3x70xf32> {
   %zero = arith.constant 0.0 : f32
@@ -317,7 +387,7 @@ func.func @main(%x: tensor<1x4x5x72xf32>, %w: tensor<4x3x3xf32>, %bias: tensor<4
 
 PROGRAMS = {  # name -> (MLIR, input shapes, chunked loops, whether one chunk's nest is jammed)
     "1x1 conv + padding": (CONV_PAD, ((1, 2, 3, 70), (3, 2, 1, 1), (3,)), 3, True),
-    "depthwise 3x3 conv": (DEPTHWISE, ((1, 4, 5, 72), (4, 3, 3), (4,)), 3, False),
+    "depthwise 3x3 conv": (DEPTHWISE, ((1, 4, 5, 72), (4, 3, 3), (4,)), 3, True),
 }
 
 

@@ -29,7 +29,7 @@ from ..emit.effects import instruction_writes, remap_moves, written_slots
 from ..emit.ops_control import branch_to
 from ..emit.types import I32, I64, const
 from . import jam
-from .analysis import BR, COND_BR, LOOP_TEST, Affine, Nest, build_nest, constant_value, entry_constants
+from .analysis import BR, COND_BR, LOOP_TEST, ZERO, Affine, Nest, build_nest, constant_value, entry_constants
 
 INF = (1 << 63) - 1  # a chunk length bound meaning "no bound"
 _MIN = -(1 << 63)
@@ -136,6 +136,7 @@ def plan(vf, nest: Nest, back_edges: dict) -> ChunkPlan | None:
         return None
     chunk.pure = frozenset(walk.overridden)
     chunk.jam_factor = CHUNK_JAM
+    chunk.disjoint_stores = True
     return ChunkPlan(nest, chunk, walk.steps, walk.overridden, walk.iv_key)
 
 
@@ -556,7 +557,7 @@ def lower(e, plan: ChunkPlan, lower_nest) -> None:
     e.overrides = {idx: _override(plan.steps[sym.key], sym, h) for idx, sym in plan.overridden.items()}
     e.overrides[_loop_test(vf, root)] = _chunk_test(values["end"])
     if not (e.mod.jam_loops and jam.plan(vf, plan.chunk, e.mod.jam_outer)):
-        for loop in plan.chunk.loops[1:]:
+        for loop in plan.chunk.loops[1:] if _contiguous(plan.chunk) else plan.chunk.loops:
             e.overrides[vf.blocks[loop.latch].last] = _scalar_back_edge
     try:
         lower_nest(e, plan.chunk, chunk)
@@ -580,11 +581,18 @@ def _chunk_test(end):
     return lower
 
 
+def _contiguous(nest: Nest) -> bool:
+    """Whether every access of the nest moves by at most one element per iteration of its root."""
+    return all(a.element.coeff(nest.root.id) in (ZERO, ("const", 1), ("const", -1)) for a in nest.accesses)
+
+
 def _scalar_back_edge(e, ins) -> None:
-    """An inner loop's back edge in a chunk that is not jammed, marked not to vectorise: its
-    accesses stride by the chunk's other dimensions (a depthwise conv's channels), and
-    LLVM's gathers and scatters there ran 2-3x slower than scalar code (EfficientNet-Lite0's
-    3x3 depthwise conv 112x112x32, one thread: 19.8 ms unchunked, 37.6 ms vectorised)."""
+    """A back edge in a chunk that is not jammed, marked not to vectorise: an inner loop's
+    accesses stride by the chunk's other dimensions (a depthwise conv's channels), and so
+    do the chunk's own when it walks channels (IREE tiles some depthwise convs channel
+    innermost). LLVM's gathers and scatters there ran 2-3x slower than scalar code
+    (EfficientNet-Lite0's 3x3 depthwise conv 112x112x32, one thread: 19.8 ms unchunked,
+    37.6 ms vectorised, 13.3 ms scalar)."""
     branch_to(e, ins["dest_pc"], ins["operands"])
     e.b.block.terminator.set_metadata("llvm.loop", e.mod.module.loop_node('!"llvm.loop.vectorize.enable", i1 0'))
 

@@ -22,6 +22,7 @@ same program:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from ...frontend import isa
@@ -241,15 +242,24 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
     stored = {a.buffer for a in accesses if a.store}
     if not stored:
         return None
+    spans = []  # per stored buffer: (P's stride, the inner loops' strides' gcd) when the element moves inside
     for buf in stored:
         element = _only_element(accesses, buf)
         if element is None:
             return None
-        if any(element.coeff(i) != ZERO for i in inner):
-            return None  # must stay one element through the inner loops
         c = element.coeff(loop.id)
         if c[0] != "const" or c[1] == 0:
             return None  # must move with P
+        if any(element.coeff(i) != ZERO for i in inner):
+            # One element through the inner loops, or (a delinearised chunk's nest) elements
+            # that no other jammed copy touches: see _disjoint_factor.
+            lattice = _inner_lattice(vf, nest, element, inner) if nest.disjoint_stores else None
+            if lattice is None:
+                return None
+            step = constant_value(vf, loop.step)
+            if not step:
+                return None
+            spans.append((abs(c[1] * step), lattice))
     if not _no_carried_registers(vf, region, loop):
         return None
     renamed, _refs = written_slots(vf, region)
@@ -257,7 +267,30 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
     factor = _factor(vf, loop, region)
     if nest.jam_factor is not None:
         factor = min(factor, nest.jam_factor)
+    for stride, lattice in spans:
+        while factor > 1 and (factor - 1) * stride >= lattice:
+            factor //= 2
+    if factor < 2:
+        return None
     return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, factor)
+
+
+def _inner_lattice(vf, nest: Nest, element, inner) -> int | None:
+    """The gcd of what one step of each inner loop adds to `element` (compile-time
+    constants, else None). Copies j < factor of P then store to disjoint sets of elements
+    when (factor - 1) * P's stride stays below it: every element is still touched by one
+    copy only, in its original order (a depthwise conv's chunk over output columns, each
+    column accumulating over channels and the window)."""
+    g = 0
+    for loop_id in inner:
+        coeff = element.coeff(loop_id)
+        if coeff == ZERO:
+            continue
+        c, step = constant_value(vf, coeff), constant_value(vf, nest.loops[loop_id].step)
+        if not c or not step:
+            return None
+        g = math.gcd(g, abs(c * step))
+    return g
 
 
 def _only_element(accesses, buf: int):
