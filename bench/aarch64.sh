@@ -135,10 +135,12 @@ PY
 }
 
 # corpus: compiles the test corpus on the host into the root's corpus cache (VMVX bytecode does
-# not depend on the target; the cache records the tool versions, so the root needs no compiler).
+# not depend on the target; the llvm-cpu programs are built for arm64, the triple the root's
+# own corpus build names; the cache records the tool versions, so the root needs no compiler).
 CORPUS_CACHE=/opt/jitvm/corpus-cache
 corpus() {
-    (cd "$CHECKOUT" && JITVM_CORPUS_CACHE="$ROOT$CORPUS_CACHE" "$HOST_PY" -c \
+    (cd "$CHECKOUT" && JITVM_CORPUS_CACHE="$ROOT$CORPUS_CACHE" JITVM_CORPUS_LLVM_TRIPLE=aarch64-unknown-linux-gnu \
+        "$HOST_PY" -c \
         "from tests.corpus import build_corpus; print(len(build_corpus()), 'corpus programs')")
 }
 

@@ -85,8 +85,9 @@ def layers(fn, inputs, rounds: int, batch: int) -> dict[str, float]:
         bases = (ctypes.c_uint64 * max(1, n))()
         for k in range(n):
             length, base = r.signature[4 * k], r.signature[4 * k + 1]
-            memory.append(np.zeros(length + 64, np.uint8))
-            bases[k] = memory[-1].ctypes.data + base
+            memory.append(np.zeros(length + 128, np.uint8))
+            data = memory[-1].ctypes.data
+            bases[k] = data + (-data % 64) + base  # 64-byte aligned, as the HAL's buffers (llvm-cpu kernels rely on it)
         runs.append((segment.runner.address, r.sequence.address, bases))
 
     def dispatches():

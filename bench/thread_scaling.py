@@ -35,12 +35,23 @@ def time_call(fn, inputs, seconds: float) -> float:
             return elapsed / n
 
 
+def specs(args) -> dict:
+    """The suite `args.suite` names (the exported models import bench.exported lazily)."""
+    if args.suite == "exported":
+        from bench.exported import exported_suite
+
+        return exported_suite()
+    return suite(args.resolution)
+
+
 def main(argv: list[str] | None = None) -> int:
     import jitvm
 
     p = argparse.ArgumentParser(prog="python -m bench.thread_scaling", description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="*", help="model names or prefixes (default: all)")
     p.add_argument("--resolution", type=int, default=64)
+    p.add_argument("--suite", choices=("kernels", "exported"), default="kernels",
+                   help="exported: the PyTorch models of bench/exported (needs torch)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--min-time", type=float, default=0.25, help="seconds per timed repetition")
@@ -52,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"parallel capacity at start: {parallel_capacity():.2f} of {os.cpu_count()} cores\n")
     print(f"| model | JIT 1 thread ms | JIT {args.threads} threads ms | speed-up | ideal kernel | of ideal |")
     print("|---|---|---|---|---|---|")
-    for spec in select(suite(args.resolution), args.models):
+    for spec in select(specs(args), args.models):
         vmfb = compile_model(spec, "vmvx", log=lambda *a: None)
         inputs = spec.make_inputs()
         fns = {t: jitvm.load(str(vmfb), threads=t).function(spec.function) for t in (1, args.threads)}

@@ -38,9 +38,11 @@ WARM_UP = 40  # calls before timing: the thread policy measures both ways in its
 
 
 def _names(runners) -> dict[int, str]:
-    """Native function address -> the VM entry's name, for every entry the runners ran."""
+    """Native function address -> the VM entry's (or library export's) name, for every entry
+    the runners ran."""
     out = {}
     for runner in runners:
+        out.update(runner.library_exports)
         for entry, target in runner._targets.values():
             if target:
                 out[target[0]] = entry.name.split(".", 1)[-1]
@@ -179,10 +181,21 @@ def report(spec, threads: int, result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def specs(args) -> dict:
+    """The suite `args.suite` names (the exported models import bench.exported lazily)."""
+    if args.suite == "exported":
+        from bench.exported import exported_suite
+
+        return exported_suite()
+    return suite(args.resolution)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.thread_trace", description=__doc__.split("\n\n")[0])
     p.add_argument("--models", nargs="*", default=["resnet50"], help="model names or prefixes")
     p.add_argument("--resolution", type=int, default=64)
+    p.add_argument("--suite", choices=("kernels", "exported"), default="kernels",
+                   help="exported: the PyTorch models of bench/exported (needs torch)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     p.add_argument("--rounds", type=int, default=20, help="calls per thread count, alternating")
     p.add_argument("--out", type=Path, help="also write the report here (markdown)")
@@ -197,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     text = [f"# Thread trace ({args.threads} threads vs 1, {args.rounds} alternating calls each, medians)", "",
             f"`python -m bench.thread_trace {' '.join(argv if argv is not None else sys.argv[1:])}`", ""]
-    for spec in select(suite(args.resolution), args.models):
+    for spec in select(specs(args), args.models):
         part = report(spec, args.threads, trace_model(spec, args.threads, args.rounds))
         print(part, flush=True)
         text.append(part)

@@ -55,7 +55,9 @@ def iree_session(vmfb, with_check: bool):
 
 def iree_call(module, function: str, args):
     """(trapped, message, results as numpy arrays / Python scalars) of one IREE call."""
-    args = [a.item() if isinstance(a, np.generic) else a for a in args]
+    from jitvm.fuzz.oracles.iree import iree_argument
+
+    args = [iree_argument(a) for a in args]
     try:
         r = module[function](*args)
     except Exception as e:  # noqa: BLE001 - IREE raises RuntimeError/ValueError for traps
@@ -65,8 +67,9 @@ def iree_call(module, function: str, args):
 
 
 def ulps(a: np.ndarray, b: np.ndarray) -> int:
-    """The largest distance in units in the last place between two float arrays (NaN == NaN)."""
-    ints = {4: np.int32, 8: np.int64}[a.dtype.itemsize]
+    """The largest distance in units in the last place between two float arrays (NaN == NaN;
+    f16 and ml_dtypes' bfloat16 and float8 too)."""
+    ints = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}[a.dtype.itemsize]
 
     def ordered(x):
         i = x.view(ints).astype(np.int64)
@@ -79,13 +82,15 @@ def ulps(a: np.ndarray, b: np.ndarray) -> int:
 
 
 def same_result(got, want, max_ulps: int = 0) -> str | None:
+    from jitvm.runtime.modules.hal.types import is_float_dtype
+
     """None if `got` (jitvm) equals `want` (IREE), else a description of the difference."""
     if isinstance(want, np.ndarray):
         if not isinstance(got, np.ndarray):
             return f"expected an array, got {type(got).__name__}"
         if got.dtype != want.dtype or got.shape != want.shape:
             return f"{got.dtype}{list(got.shape)} vs IREE {want.dtype}{list(want.shape)}"
-        if got.dtype.kind == "f":
+        if is_float_dtype(got.dtype):
             d = ulps(got, want)
             if d > max_ulps:
                 return f"{d} ulps apart (allowed {max_ulps})"

@@ -150,6 +150,29 @@ def test_scalar_arguments(load):
         s.scalar_f32("1", 2.0)
 
 
+def test_half_scalar_arguments_are_their_bits():
+    """An f16/bf16 scalar argument is an i32 of its bits at the VM level: numpy float16 and
+    ml_dtypes bfloat16 scalars give theirs, an int is the bits themselves (as iree.runtime
+    takes it); a Python float, which iree.runtime truncates to an integer, is refused."""
+    from jitvm.api import marshal
+    from jitvm.api.declaration import ValueDecl
+
+    import ml_dtypes
+
+    f16, bf16 = ValueDecl("%input1", "f16"), ValueDecl("%input1", "bf16")
+    assert marshal.scalar_argument(np.float16(1.75), f16, "f") == 0x3F00
+    assert marshal.scalar_argument(np.array(-2.0, np.float16), f16, "f") == 0xC000
+    assert marshal.scalar_argument(ml_dtypes.bfloat16(1.75), bf16, "f") == 0x3FE0
+    assert marshal.scalar_argument(0x3F00, f16, "f") == 0x3F00
+    with pytest.raises(ArgumentError, match=r"f expects an f16 scalar \(numpy.float16\(x\)\) or its bit pattern as an "
+                                            r"int, got float 1.75"):
+        marshal.scalar_argument(1.75, f16, "f")
+    with pytest.raises(ArgumentError, match=r"f expects a bf16 value, got float16"):
+        marshal.scalar_argument(np.float16(1), bf16, "f")
+    with pytest.raises(ArgumentError, match=r"f expects a bf16 bit pattern that fits i32, got 8589934592"):
+        marshal.scalar_argument(2 ** 33, bf16, "f")
+
+
 def test_functions_without_reflection_take_raw_vm_values(corpus_module):
     m = jitvm.load(str(corpus_module("vmasm/int_arith").vmfb), backend=BACKEND)
     fn = m.arith_i32

@@ -19,7 +19,7 @@ from jitvm.frontend.asm import assemble
 from jitvm.frontend.dump import dump_text
 from jitvm.frontend.module import load_module
 from jitvm.fuzz.corpus import make_inputs
-from jitvm.fuzz.oracles.iree import run_module
+from jitvm.fuzz.oracles.iree import iree_argument, run_module
 from tests.corpus import source_files
 
 VMASM = [name for name, kind, _ in source_files() if kind == "vmasm"]
@@ -86,7 +86,7 @@ def run_under_jitvm(cm, path, backend):
                 results = list(instance.lookup(call.function).call([a.value for a in call.args]))
             else:
                 fn = module.function(call.function)
-                args = [a.item() if isinstance(a, np.generic) else a for a in make_inputs(cm, i)]
+                args = [iree_argument(a) for a in make_inputs(cm, i)]
                 r = fn(*args)
                 results = [] if r is None else [np.asarray(x) if hasattr(x, "shape") else x
                                                 for x in (r if isinstance(r, tuple) else (r,))]

@@ -92,6 +92,10 @@ def test_input_syntax():
     assert parse_input("0x10", d.inputs[1], "i") == 16
     assert parse_input("3xi1=1,0,true", d.inputs[2], "r").tolist() == [True, False, True]
     assert parse_input("-inf", d.inputs[3], "F") == float("-inf")
+    h = parse_declaration("sync func @f(%input0: f16, %input1: bf16) -> ()")
+    assert parse_input("f16=1.5", h.inputs[0], "i").dtype == np.float16  # marshalled to its bits
+    assert parse_input("bf16=2", h.inputs[1], "i").dtype.name == "bfloat16"
+    assert parse_input("15872", h.inputs[0], "i") == 15872  # a bare number: the i32's bits, as iree-run-module
     with pytest.raises(Exception, match="must be written SHAPExTYPE=VALUES"):
         parse_input("1,2,3,4", d.inputs[0], "r")
     with pytest.raises(Exception, match=r"3 values given for a tensor of shape \(2, 2\)"):

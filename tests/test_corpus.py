@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitvm.fuzz.corpus import Corpus, make_inputs, parse_directives
+from jitvm.fuzz.corpus import Corpus, CorpusError, make_inputs, parse_directives
 from jitvm.fuzz.oracles.iree import run_module
 from jitvm.runtime.vm import semantics
 from tests.corpus import CORPUS, build_corpus
@@ -89,6 +89,12 @@ def test_directive_parsing():
     assert d.calls[0].args[0].shape == (2, 3) and d.calls[0].args[0].dtype == "f32"
     assert d.calls[0].args[1].is_scalar
     assert d.expect_trap == {"g"} and d.exports == ("f",)
+    assert d.targets == ("vmvx", "llvm-cpu")
+    h = parse_directives("// TARGETS: llvm-cpu\n// LLVM-CPU-FLAGS: --x\n// CALL @f(4xf16, 2x2xbf16)\n", "mlir")
+    assert h.targets == ("llvm-cpu",) and [a.dtype for a in h.calls[0].args] == ["f16", "bf16"]
+    assert h.flags_for("llvm-cpu") == ("--x",) and h.flags_for("vmvx") == ()
+    with pytest.raises(CorpusError, match="bad TARGETS directive 'cuda'"):
+        parse_directives("// TARGETS: cuda\n", "mlir")
     v = parse_directives("// CALL @f(i32=0xFFFFFFFF, f32=-0.0, f64=nan)\n", "vmasm")
     a = v.calls[0].args
     assert a[0].value == -1 and str(a[1].value) == "-0.0" and np.isnan(a[2].value)
@@ -101,6 +107,17 @@ def test_inputs_are_deterministic(corpus_module):
     assert a[0].shape == (4, 8) and a[0].dtype == np.float32
     c = make_inputs(m, 1)
     assert c[0].shape == (33, 17)
+
+
+def test_programs_build_for_their_first_target(corpus_module):
+    """f16/bf16 programs are llvm-cpu modules (VMVX cannot lower them); the rest VMVX ones."""
+    half = corpus_module("mlir/f16_math")
+    assert half.target == "llvm-cpu" and half.executables == ()
+    assert corpus_module("mlir/matmul").target == "vmvx"
+    args = make_inputs(corpus_module("mlir/bf16_math"), 0)
+    assert args[0].dtype.name == "bfloat16" and args[0].shape == (37,)
+    with pytest.raises(CorpusError, match="f64_math.mlir: does not compile for llvm-cpu"):
+        build_corpus(names=["f64_math"], target="llvm-cpu")
 
 
 def _ids(corpus_list):

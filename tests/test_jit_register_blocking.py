@@ -2,7 +2,9 @@
 at once too. A matmul-shaped nest with a constant column count (a multiple of the inner
 factor) and a row count that leaves 0-3 rows to the remainder, or a constant one with none,
 under the JIT and the interpreter; results must be bit-identical, also when the output
-overlaps an input (the buffers are not apart: the blocked copy must not run)."""
+overlaps an input (the buffers are not apart: the blocked copy must not run). With the
+right-hand side stored transposed (each column's weights a row of their own), the blocking
+takes few columns and more rows (jam.STRIDED_FACTOR x STRIDED_INNER)."""
 
 from __future__ import annotations
 
@@ -21,23 +23,26 @@ from tests.matmul_program import matmul_vmasm, run_matmul
 N, K = 32, 5  # columns (P: 2 groups of 16 per row), reduction length
 
 
-def _source(rows: int | None) -> str:
+def _source(rows: int | None, transposed_b: bool = False) -> str:
     """Rows from the argument (None) or the constant `rows`; N and K constant."""
-    return matmul_vmasm(rows, N, K, fused=False)
+    return matmul_vmasm(rows, N, K, fused=False, transposed_b=transposed_b)
 
 
-def _plan(rows: int | None):
-    vf = verify_module(load_module(assemble(_source(rows), "<blocked>"))).functions[0]
+def _plan(rows: int | None, transposed_b: bool = False):
+    vf = verify_module(load_module(assemble(_source(rows, transposed_b), "<blocked>"))).functions[0]
     (nest,) = find_nests(vf)
     return jam.plan(vf, nest)
 
 
-@pytest.fixture(scope="module", params=[None, 8], ids=["rows from the argument", "8 rows"])
+@pytest.fixture(scope="module", params=[(None, False), (8, False), (None, True), (8, True)],
+                ids=["rows from the argument", "8 rows", "rows from the argument, b transposed",
+                     "8 rows, b transposed"])
 def instances(request):
-    vmfb = assemble(_source(request.param), "<blocked>")
+    rows, transposed_b = request.param
+    vmfb = assemble(_source(rows, transposed_b), "<blocked>")
     jit = JitBackend(use_cache=False, progress=False, threads=1)
-    return request.param, {name: instantiate(vmfb, be)[1] for name, be in (("jit", jit),
-                                                                          ("interp", InterpreterBackend()))}
+    return rows, transposed_b, {name: instantiate(vmfb, be)[1] for name, be in (("jit", jit),
+                                                                                ("interp", InterpreterBackend()))}
 
 
 def test_the_row_loop_is_blocked_over_the_column_groups():
@@ -49,17 +54,27 @@ def test_the_row_loop_is_blocked_over_the_column_groups():
         assert plan.outer.jammed_remainder is remainder
 
 
-def _run(inst, m: int, seed: int, overlap: bool) -> bytes:
+def test_a_transposed_right_hand_side_is_blocked_over_few_columns():
+    """Each column reads its own row of b (K elements apart): jam.STRIDED_FACTOR rows at
+    once, jam.STRIDED_INNER columns inside them, instead of OUTER_FACTOR x OUTER_INNER."""
+    for rows in (None, 8):
+        plan = _plan(rows, transposed_b=True)
+        assert plan is not None and plan.outer is not None, rows
+        assert (plan.outer.factor, plan.outer.inner) == (jam.STRIDED_FACTOR, jam.STRIDED_INNER)
+    assert (jam.STRIDED_FACTOR, jam.STRIDED_INNER) != (jam.OUTER_FACTOR, jam.OUTER_INNER)
+
+
+def _run(inst, m: int, seed: int, overlap: bool, transposed_b: bool) -> bytes:
     return run_matmul(inst, m, N, K, seed, out_rows=max(m, K), overlap=overlap)
 
 
 @pytest.mark.parametrize("m", [4, 5, 6, 7, 9, 12])
 @pytest.mark.parametrize("overlap", [False, True], ids=["apart", "output is the right-hand side"])
 def test_blocked_rows_agree_with_the_interpreter(instances, m, overlap):
-    rows, backends = instances
+    rows, transposed_b, backends = instances
     if rows is not None:
         m = rows
-    out = {name: _run(inst, m, m, overlap) for name, inst in backends.items()}
+    out = {name: _run(inst, m, m, overlap, transposed_b) for name, inst in backends.items()}
     assert out["jit"] == out["interp"]
 
 

@@ -25,8 +25,8 @@ import pytest
 import jitvm
 from jitvm.runtime.modules.hal import elf as elfmod
 from jitvm.runtime.modules.hal import creation, formats, library, native_executable
-from jitvm.fuzz.corpus import make_inputs, require_tool
-from tests.corpus import build_corpus
+from jitvm.fuzz.corpus import make_inputs, parse_directives, require_tool
+from tests.corpus import CORPUS_DIR, build_corpus, source_files
 from tests.hal_support import backends_under_test, corpus_calls_differ_from_iree, iree_call, iree_session, same_result
 
 HOST = elfmod.host_machine()
@@ -34,7 +34,8 @@ pytestmark = pytest.mark.skipif(HOST is None or not sys.platform.startswith("lin
                                 reason="llvm-cpu executables load on Linux x86_64 and aarch64")
 
 LLVM_CPU = ("--iree-hal-target-device=local", "--iree-hal-local-target-device-backends=llvm-cpu")
-EMBEDDED = ["matmul", "conv2d", "elementwise_f32", "softmax", "reductions", "quant_matmul_i8", "dynamic_shapes"]
+EMBEDDED = ["matmul", "conv2d", "elementwise_f32", "softmax", "reductions", "quant_matmul_i8", "dynamic_shapes",
+            "f16_math", "bf16_math"]  # the last two on the host CPU: its F16C / AVX-512 BF16 instructions
 SYSTEM = ["matmul", "f32_transcendental"]  # the latter links libm: an embedded ELF cannot (iree-lld fails)
 
 ADD = """
@@ -140,9 +141,26 @@ def test_system_elf_program_equals_iree(built, name):
     _assert_equals_iree(built[f"system/{name}"], built["corpus"][name])
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", backends_under_test())
+@pytest.mark.parametrize("name", [n for n, kind, _ in source_files() if kind == "mlir"])
+def test_every_corpus_program_for_llvm_cpu_equals_iree(backend, name):
+    """The whole corpus built for llvm-cpu (a generic CPU; f64_math excluded: iree-compile
+    cannot lower its f64 erf), bit for bit under both backends (30 compiles: slow)."""
+    path = CORPUS_DIR / (name + ".mlir")
+    if "llvm-cpu" not in parse_directives(path.read_text(), "mlir").targets:
+        pytest.skip(f"{name} does not compile for llvm-cpu")
+    [m] = build_corpus(names=[name], target="llvm-cpu")
+    module = jitvm.load(str(m.vmfb), backend=backend)
+    problems = corpus_calls_differ_from_iree(module, m, m.vmfb)
+    module.close()
+    assert not problems, "\n".join(problems)
+
+
 @pytest.mark.parametrize("backend", backends_under_test())
 def test_library_dispatch_does_not_depend_on_the_host_backend(built, backend):
     _assert_equals_iree(built["embedded/softmax"], built["corpus"]["softmax"], backend)
+    _assert_equals_iree(built["embedded/bf16_math"], built["corpus"]["bf16_math"], backend)
 
 
 def _forced_threads(n: int):

@@ -44,3 +44,35 @@ def test_a_sequence_on_the_calling_thread_leaves_the_pool_asleep(scale_rowsum):
 def test_a_sequence_that_posts_wakes_the_pool_first(scale_rowsum):
     assert _wakes(*scale_rowsum, force=2) == 3  # the warm-up, then one post per dispatch
     assert _wakes(*scale_rowsum, force=1) == 0  # and stops once it no longer posts
+
+
+def test_pool_threads_sleep_once_the_sequence_ends(corpus_module, monkeypatch):
+    """A pool thread spins for the next job only while its holder posts: after a sequence
+    (and during a step on the calling thread) it sleeps at once, not after its spin, which
+    took a core from the caller and the host code between calls on a busy machine. With a
+    spin of a minute, only the rest word can put it to sleep within the wait below."""
+    import time
+
+    from jitvm.runtime.exec import workers
+
+    if not nativecode.native().pooled:
+        pytest.skip("no thread pool on this host")
+    monkeypatch.setattr(workers, "SPIN_NS", 60 * 10**9)
+    m = corpus_module("mlir/workgroups")
+    index = next(i for i, c in enumerate(m.calls) if c.function == "scale_rowsum")
+    backend = JitBackend(threads=2, progress=False, use_cache=False)
+    fn = jitvm.load(str(m.vmfb), backend=backend)["scale_rowsum"]
+    runner = backend.dispatch_runner()
+    runner.force_threads = 2
+    args = make_inputs(m, index)
+    try:
+        for _ in range(3):
+            fn(*args)
+            assert runner.last_threads == 2
+            state = runner.pool().state
+            deadline = time.monotonic() + 20
+            while state.generation_sleepers != 1 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert state.generation_sleepers == 1, "the pool thread kept spinning after the sequence"
+    finally:
+        runner.close()

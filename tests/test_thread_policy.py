@@ -36,16 +36,32 @@ def _measured(cost, one: float, many: float, runs: int = 10) -> None:
 def test_first_runs_measure_both_ways(step):
     seq, cost = step
     assert seq.choose_threads(0) == 2  # first run: all threads (it is not measured)
-    cost.has_many, cost.many = 1, 1e-4
-    assert seq.choose_threads(0) == 1  # the calling thread alone is still unmeasured
+    assert seq.choose_threads(0) == 1  # then the calling thread alone ...
+    cost.has_one, cost.one = 1, 1e-4
+    assert seq.choose_threads(0) == 2  # ... then all threads
+    cost.has_many, cost.many = 1, 0.5e-4
+    assert seq.choose_threads(0) == 2  # both known: the faster way
 
 
-def test_serial_only_when_clearly_faster(step):
+def test_threads_only_when_clearly_faster(step):
     seq, cost = step
-    _measured(cost, one=0.9e-4, many=1e-4)  # faster alone, but within the margin
-    assert seq.choose_threads(0) == 2
-    _measured(cost, one=0.5e-4, many=1e-4)
+    _measured(cost, one=1.1e-4, many=1e-4)  # faster on all threads, but within the margin
     assert seq.choose_threads(0) == 1
+    _measured(cost, one=1e-4, many=1e-4)  # a tie: the calling thread
+    assert seq.choose_threads(0) == 1
+    _measured(cost, one=2e-4, many=1e-4)
+    assert seq.choose_threads(0) == 2
+
+
+def test_a_small_grid_stays_on_the_calling_thread_and_is_never_probed(step):
+    """A grid one thread runs in under SMALL_GRID_S: never all threads, whatever they measured
+    (a wake-up and the pool's spinning cost more than it could gain)."""
+    seq, cost = step
+    per_workgroup = 0.9 * nativecode.SMALL_GRID_S / GRID[0]
+    _measured(cost, one=per_workgroup, many=per_workgroup / 4)
+    assert all(seq.choose_threads(0) == 1 for _ in range(4 * REPROBE_MAX))
+    cost.one = 1.2 * nativecode.SMALL_GRID_S / GRID[0]  # it grew: measured both ways again
+    assert seq.choose_threads(0) == 2
 
 
 def test_reprobes_back_off_while_the_choice_holds(step):
@@ -89,3 +105,17 @@ def test_a_flip_between_looks_rechecks_the_dropped_way_next_run(step):
     cost.many = 9e-4  # one slow run on all threads (say, a core taken away) flips the choice
     assert seq.choose_threads(0) == 1
     assert seq.choose_threads(0) == 2  # ... and the way dropped is measured again at once
+
+
+def test_one_slow_run_is_bounded_but_a_real_change_is_believed(step):
+    """A run counts at most twice the larger of the two ways' averages: one run slowed by a
+    core taken away cannot flip a settled choice, but a grid that became a thousand times
+    costlier on both ways is believed at once (bounded by this way's average alone, the
+    calling thread's estimate took ten runs to catch up, choosing by a stale figure)."""
+    seq, cost = step
+    _measured(cost, one=2e-4, many=1e-4)
+    seq.record_cost(0, 2, 100 * 1e-4 * GRID[0])  # one run on all threads 100x slower
+    assert cost.many <= 0.25 * 1e-4 + 0.75 * 2 * 2e-4 + 1e-12
+    _measured(cost, one=1e-6, many=1e-3)  # all threads measured after the cost grew
+    seq.record_cost(0, 1, 1e-3 * GRID[0])  # the calling thread alone sees the same growth
+    assert cost.one > 0.5e-3

@@ -112,3 +112,47 @@ def test_records_beyond_the_capacity_are_counted_not_written(workgroups):
 
 def test_no_trace_unless_asked(workgroups):
     assert _run(workgroups, None) is None
+
+
+_LIBRARY_SCRIPT = r"""
+import json, sys
+import numpy as np
+import jitvm
+from jitvm.runtime.exec import nativecode
+from jitvm.lower.backend import JitBackend
+
+backend = JitBackend(threads=1, progress=False)
+module = jitvm.load(sys.argv[1], backend=backend)
+calls = json.loads(sys.argv[2])
+for function, inputs in calls:
+    module[function](*np.load(inputs).values())
+trace = nativecode.workgroup_trace()
+trace.take()
+for function, inputs in calls:
+    module[function](*np.load(inputs).values())
+rows = trace.take()
+adapter = nativecode.native().library_workgroup
+names = {str(a): n for a, n in backend.dispatch_runner().library_exports.items()}
+print(json.dumps({"functions": sorted({int(r["function"]) for r in rows if r["kind"] == 0}),
+                  "adapter": adapter, "names": names}))
+"""
+
+
+def test_library_workgroups_name_their_exports(corpus_module, tmp_path):
+    """llvm-cpu workgroups are recorded under each export's address (which the runner names),
+    not under the adapter all of them go through."""
+    m = corpus_module("mlir/f16_math")
+    calls = []
+    for i, call in enumerate(m.calls):
+        path = tmp_path / f"{i}.npz"
+        np.savez(path, *make_inputs(m, i))
+        calls.append((call.function, str(path)))
+    env = dict(os.environ, JITVM_TRACE_WORKGROUPS="1")
+    done = subprocess.run([sys.executable, "-c", _LIBRARY_SCRIPT, str(m.vmfb), json.dumps(calls)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["adapter"] not in got["functions"]
+    names = [got["names"].get(str(f)) for f in got["functions"]]
+    assert len(names) >= len(m.calls) and all(names), got
+    assert any("matmul" in n for n in names) and any("elementwise" in n or "exp" in n for n in names), names

@@ -147,6 +147,33 @@ _INT_LIMITS = {bits: (-(1 << (bits - 1)), (1 << bits) - 1) for bits in (8, 16, 3
 _INT_LIMITS[1] = (0, 1)
 
 
+HALF_SCALARS = ("f16", "bf16")  # VM i32 arguments carrying the value's 16 bits (the host code zero-extends them)
+
+
+def _an(type_name: str) -> str:
+    return ("an " if type_name == "f16" else "a ") + type_name
+
+
+def _half_bits(value, type_name: str, label: str) -> int:
+    """An f16/bf16 scalar argument as its VM value: the bits of a numpy float16 or ml_dtypes
+    bfloat16 scalar, or an integer taken as the bit pattern (what iree.runtime passes). A
+    Python float is refused: iree.runtime truncates it to an integer and passes that as the
+    bits, which is never the number meant."""
+    if isinstance(value, np.generic) and value.dtype.itemsize == 2 and hal_types.is_float_dtype(value.dtype):
+        if value.dtype.name != {"f16": "float16", "bf16": "bfloat16"}[type_name]:
+            raise ArgumentError(f"{label} expects {_an(type_name)} value, got {value.dtype.name}")
+        return int(np.asarray(value).view(np.uint16))
+    if isinstance(value, (int, np.integer)):
+        value = int(value)
+        lo, hi = _INT_LIMITS[32]
+        if not lo <= value <= hi:
+            raise ArgumentError(f"{label} expects {_an(type_name)} bit pattern that fits i32, got {value}")
+        return value
+    hint = "numpy.float16(x)" if type_name == "f16" else "ml_dtypes.bfloat16(x)"
+    raise ArgumentError(f"{label} expects {_an(type_name)} scalar ({hint}) or its bit pattern as an int, "
+                        f"got {type(value).__name__} {value!r}")
+
+
 def scalar_argument(value, decl: ValueDecl, label: str):
     """A Python/numpy scalar as the VM value of declared scalar type `decl.type`."""
     kind, bits = SCALAR_TYPES[decl.type]
@@ -154,6 +181,8 @@ def scalar_argument(value, decl: ValueDecl, label: str):
         value = value[()]
     if isinstance(value, (bool, np.bool_)):
         value = int(value)
+    if decl.type in HALF_SCALARS:
+        return _half_bits(value, decl.type, label)
     if kind == "float":
         if isinstance(value, (int, float, np.integer, np.floating)):
             return float(value)

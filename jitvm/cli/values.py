@@ -17,6 +17,7 @@ import numpy as np
 
 from ..errors import ArgumentError
 from ..api.declaration import ELEMENT_DTYPES, SCALAR_TYPES, ValueDecl
+from ..api.marshal import HALF_SCALARS
 from ..runtime.modules.hal.buffer_view import HalBufferView, format_float_lower
 from ..runtime.modules.hal.types import is_float_dtype
 from ..runtime.vm.objects import Ref
@@ -78,6 +79,8 @@ def parse_input(text: str, decl: ValueDecl | None, code: str):
         raise ArgumentError(f"input {text!r} for {decl} must be written SHAPExTYPE=VALUES (e.g. "
                             f"{'x'.join(str(d or 1) for d in decl.shape)}{'x' if decl.shape else ''}{decl.element}=...)")
     typ = decl.type if decl is not None and decl.is_scalar else _CODE_TYPES.get(code)
+    if typ in HALF_SCALARS:  # a bare number is the VM i32's bit pattern, as iree-run-module reads it
+        typ = _CODE_TYPES.get(code, "i32")
     if typ is None:
         raise ArgumentError(f"input {text!r} cannot be passed to a ref argument; give SHAPExTYPE=VALUES")
     return _scalar(text, typ)
@@ -96,6 +99,8 @@ def _read(load, path: str):
 def _scalar(text: str, typ: str):
     kind, _ = SCALAR_TYPES.get(typ, ("int", 32))
     try:
+        if typ in HALF_SCALARS:  # passed as its bits: marshal's f16/bf16 scalar rule
+            return np.dtype(ELEMENT_DTYPES[typ]).type(float(text))
         if kind == "float":
             return float(text)
         if text.strip().lower() in ("true", "false"):

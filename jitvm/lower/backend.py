@@ -19,6 +19,7 @@ from .executable import STATS, JitExecutable, _Progress
 from .lazy import LazyExecutable
 from .llvm import cache, compile_pool, compiler, loader, vector_math
 from .module import ModuleLowering
+from .unit_build import LOOP_STEPS
 from .units import call_components
 
 __all__ = ["STATS", "JitBackend", "JitExecutable", "dispatch_threads", "function_groups"]
@@ -38,7 +39,8 @@ class JitBackend:
         self.progress = progress
         self.threads = threads
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
-        # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops
+        # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops,
+        # chunk_loops
         # (ModuleLowering)
         # and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
@@ -96,9 +98,7 @@ class JitBackend:
         progress = _Progress(f"{loaded.name} ({len(loaded.verified.functions)} functions"
                              f"{f', {min(processes, len(groups))} processes' if len(groups) > 1 else ''})") \
             if self.progress else None
-        steps = {n: options[n] for n in
-                 ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-                  "parallel_loops", "vector_math") if n in options}
+        steps = {n: options[n] for n in LOOP_STEPS if n in options}
         lowered = []
 
         def texts():  # lowered one group at a time, while the workers compile the previous ones

@@ -5,7 +5,7 @@ A one-shot process (load a model, call it once, exit) ends before its background
 (and the runtime's own code still on its quick build, runtime.native.engine) are written
 down as a job in the code store (`.tier-up/ID.json`, beside the module's bytes
 when it was not read from a file), and a worker process in a session of its own, at low
-priority (lower.tier_worker), compiles their full tier into the store: the next process
+priority (api.tier_worker), compiles their full tier into the store: the next process
 finds optimised code. The job file is locked from before it is complete until the worker
 ends (the worker inherits the lock), so `wait` tells a running job from one whose worker
 died. Keys are locked while compiled (unit_build), so processes ending together never
@@ -117,7 +117,7 @@ def hand_over(executables, runtime: dict | None = None) -> int | None:
         os.replace(tmp, final)
         env = {**os.environ, ENV: "0", "JITVM_CACHE_DIR": job["cache_dir"]}
         try:
-            p = subprocess.Popen([sys.executable, "-m", "jitvm.lower.tier_worker", str(final)], cwd=_ROOT, env=env,
+            p = subprocess.Popen([sys.executable, "-m", "jitvm.api.tier_worker", str(final)], cwd=_ROOT, env=env,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  pass_fds=(fd,), start_new_session=True)
         except OSError:

@@ -55,7 +55,7 @@ class ModuleLowering:
     def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = "",
                  version_loops: bool = True, jam_loops: bool = True, affine_indices: bool = True,
                  parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True,
-                 derive_indices: bool = True, vector_math: bool = False):
+                 derive_indices: bool = True, vector_math: bool = False, chunk_loops: bool = True):
         self.verified = verified
         self.vector_math = vector_math  # libm calls the vectoriser may replace (runtime.native.vecmath)
         self._vector_math_used: set[str] = set()
@@ -67,7 +67,8 @@ class ModuleLowering:
         self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.loops.parallel)
         self.affine_indices = affine_indices  # their indices rebuilt from the affine form (guard.proven_index)
         self.derive_indices = derive_indices  # ... a jammed copy's from another copy's (guard.proven_index)
-        self.nest_lowering = NestVersioning() if version_loops else None
+        # chunk_loops: flat loops over delinearised indices run chunk by chunk (lower.loops.delinearise)
+        self.nest_lowering = NestVersioning(chunk_loops) if version_loops else None
         self.key = key
         self.module = ir.Module(name=f"jitvm.{verified.name}")
         if triple:

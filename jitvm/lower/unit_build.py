@@ -1,7 +1,7 @@
 """A module's units lowered and compiled at a tier, into the code store.
 
 What a lazy executable (lower.lazy) does at a first call or a tier-up, and what a detached
-tier-up worker (lower.tier_worker) does after the process that wanted the code has ended:
+tier-up worker (api.tier_worker) does after the process that wanted the code has ended:
 both name a unit's code by the same key, so either finds what the other stored. Processes
 sharing the store take the store's lock on a key before compiling it and look again once
 they hold it, so no unit is compiled twice at once.
@@ -18,7 +18,7 @@ from .llvm import cache, compiler
 from .module import ModuleLowering
 
 LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-              "parallel_loops", "vector_math")
+              "parallel_loops", "vector_math", "chunk_loops")
 
 
 class Unit:

@@ -5,10 +5,20 @@ it (`Corpus(root)`; tests/corpus binds jitvm's own). Each program starts with di
 comments that say how the differential tests should call it:
 
 ``// FLAGS: <extra iree-compile flags>``
-    Extra flags for ``iree-compile`` (MLIR only), appended to the VMVX target flags.
+    Extra flags for ``iree-compile`` (MLIR only), appended to the target's flags.
+``// LLVM-CPU-FLAGS: <extra iree-compile flags>``
+    More flags when the program is compiled for llvm-cpu (e.g. a system shared object, for
+    kernels calling libm, which an embedded ELF cannot link).
+``// TARGETS: llvm-cpu``  (MLIR)
+    The backends the program compiles for (vmvx, llvm-cpu; default both), the first being
+    the one the corpus is built for: VMVX cannot lower f16/bf16 arithmetic, llvm-cpu cannot
+    lower f64 math.erf. ``Corpus.build(target=...)`` builds every program listing a target
+    for that target (llvm-cpu: a generic CPU of this machine's architecture, or of
+    ``$JITVM_CORPUS_LLVM_TRIPLE``'s when another host's corpus is built here).
 ``// CALL @fn(2x3xf32, 3xi32, i32)``  (MLIR)
     One call with deterministic pseudo-random inputs of these shapes/dtypes (see
-    :func:`make_inputs`). Scalars are written as a bare dtype. Dtypes: f32 f64 i8 i32 i64 i1.
+    :func:`make_inputs`). Scalars are written as a bare dtype. Dtypes: f16 bf16 f32 f64 i8 i16
+    i32 i64 i1.
 ``// CALL @fn(i32=5, f32=1.5, f64=nan, i64=-0x8000000000000000)``  (VM assembly)
     One call with these raw VM argument values.
 ``// EXPECT-TRAP @fn``
@@ -47,7 +57,7 @@ compiled, two at a time; a fully warm build starts no subprocess.
 
 from __future__ import annotations
 
-from .build import DEFAULT_CACHE_DIR, VMVX_FLAGS, Corpus, cache_dir_default, compile_command
+from .build import DEFAULT_CACHE_DIR, LLVM_CPU_FLAGS, TARGET_FLAGS, VMVX_FLAGS, Corpus, cache_dir_default, compile_command
 from .directives import parse_arg, parse_directives
 from .inputs import make_inputs, random_array
 from .model import DTYPES, ArgSpec, Call, CorpusError, CorpusModule, Directives
@@ -62,6 +72,8 @@ __all__ = [
     "DEFAULT_CACHE_DIR",
     "DTYPES",
     "Directives",
+    "LLVM_CPU_FLAGS",
+    "TARGET_FLAGS",
     "VMVX_FLAGS",
     "cache_dir_default",
     "compile_command",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -26,11 +27,39 @@ from .tools import find_tool, recorded_version, record_version, require_tool, to
 
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "jitvm-corpus-cache"
 
-#: Flags every MLIR program is compiled with (before its own ``// FLAGS:``).
+#: Flags every MLIR program is compiled with (before its own ``// FLAGS:``), by target.
 VMVX_FLAGS: tuple[str, ...] = (
     "--iree-hal-target-device=local",
     "--iree-hal-local-target-device-backends=vmvx",
 )
+#: The architecture's generic CPU: a cached module runs on any machine of it (every qemu -cpu
+#: model too). The triple is the machine's the tests run on: this one's, or
+#: $JITVM_CORPUS_LLVM_TRIPLE when another host's corpus is built here (bench/aarch64.sh
+#: builds its emulated arm64 root's); it is in the flags, so in the cache key.
+LLVM_CPU_FLAGS: tuple[str, ...] = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=generic",
+)
+TRIPLE_ENV = "JITVM_CORPUS_LLVM_TRIPLE"
+_HOST_TRIPLES = {"x86_64": "x86_64-unknown-linux-gnu", "amd64": "x86_64-unknown-linux-gnu",
+                 "aarch64": "aarch64-unknown-linux-gnu", "arm64": "aarch64-unknown-linux-gnu"}
+
+
+def llvm_cpu_triple() -> str | None:
+    """The target triple of the corpus's llvm-cpu modules (None: iree-compile's default)."""
+    return os.environ.get(TRIPLE_ENV) or _HOST_TRIPLES.get(platform.machine().lower())
+
+
+def target_flags(target: str) -> tuple[str, ...]:
+    """The iree-compile flags every MLIR program compiled for `target` gets."""
+    if target != "llvm-cpu":
+        return TARGET_FLAGS[target]
+    triple = llvm_cpu_triple()
+    return LLVM_CPU_FLAGS + ((f"--iree-llvmcpu-target-triple={triple}",) if triple else ())
+
+
+TARGET_FLAGS = {"vmvx": VMVX_FLAGS, "llvm-cpu": LLVM_CPU_FLAGS}
 
 #: Bump when the cache layout or the way modules are compiled changes.
 _CACHE_FORMAT = "corpus-cache-v1"
@@ -68,12 +97,17 @@ class Corpus:
         cache_dir: Path | None = None,
         names: Iterable[str] | None = None,
         jobs: int = 2,
+        target: str | None = None,
     ) -> list[CorpusModule]:
         """Compiles (or fetches from the cache) the corpus programs and returns them.
 
         ``names`` selects programs by name ("mlir/matmul") or bare stem ("matmul"); unknown names
-        raise :class:`CorpusError`.
+        raise :class:`CorpusError`. ``target`` ("vmvx", "llvm-cpu"): only the MLIR programs
+        that compile for it (their ``// TARGETS:``), all compiled for it; by default each
+        program is compiled for its first target and VM assembly is included.
         """
+        if target is not None and target not in TARGET_FLAGS:
+            raise CorpusError(f"unknown corpus target {target!r} (have: {', '.join(TARGET_FLAGS)})")
         cache_dir = Path(cache_dir) if cache_dir is not None else cache_dir_default()
         cache_dir.mkdir(parents=True, exist_ok=True)
 
@@ -103,20 +137,26 @@ class Corpus:
                 d = parse_directives(text, kind)
             except CorpusError as e:
                 raise CorpusError(f"{path}: {e}") from None
+            if target is not None and (kind != "mlir" or target not in d.targets):
+                if names is not None:
+                    raise CorpusError(f"{path}: does not compile for {target} (its TARGETS: "
+                                      f"{' '.join(d.targets) if kind == 'mlir' else 'none, VM assembly'})")
+                continue
             tool_name = _tool_name(kind, path)
             if tool_name == "jitvm-asm" and tool_name not in versions:
                 versions[tool_name] = _jitvm_assembler_version()
             if tool_name not in versions:
                 versions[tool_name], n = _version_of(tool_name, cache_dir)
                 spawned += n
-            flags = (VMVX_FLAGS + d.flags) if kind == "mlir" else ()
+            chosen = (target or d.targets[0]) if kind == "mlir" else ""
+            flags = (target_flags(chosen) + d.flags_for(chosen)) if kind == "mlir" else ()
             h = hashlib.sha256()
             for part in (_CACHE_FORMAT, kind, text, "\0".join(flags), versions[tool_name]):
                 h.update(part.encode())
                 h.update(b"\0\0")
             key = h.hexdigest()
             entry = cache_dir / (name.replace("/", "__") + "-" + key[:20])
-            jobs_list.append(_Job(name, kind, path, text, d, key, entry))
+            jobs_list.append(_Job(name, kind, path, text, d, key, entry, chosen))
 
         missing = [j for j in jobs_list if not _entry_valid(j)]
         if missing:
@@ -137,13 +177,14 @@ class Corpus:
                     source=j.source,
                     vmfb=j.entry / "module.vmfb",
                     executables=tuple(j.entry / "executables" / e for e in meta["executables"]),
-                    flags=j.directives.flags,
+                    flags=j.directives.flags_for(j.target),
                     calls=j.directives.calls,
                     expect_trap=j.directives.expect_trap,
                     check_tests=j.directives.check_tests,
                     exports=j.directives.exports,
                     oracle_crash=j.directives.oracle_crash,
                     oracle_quirks=j.directives.oracle_quirks,
+                    target=j.target or "vmvx",
                 )
             )
         return out
@@ -189,6 +230,7 @@ class _Job:
     directives: Directives
     key: str
     entry: Path
+    target: str  # "" for VM assembly
 
 
 def _count_files(d: Path) -> int:
@@ -206,9 +248,10 @@ def _entry_valid(j: _Job) -> bool:
     return data.get("key") == j.key and (j.entry / "module.vmfb").is_file()
 
 
-def compile_command(kind: str, source: Path, out: Path, flags: Sequence[str], exe_dir: Path | None):
+def compile_command(kind: str, source: Path, out: Path, flags: Sequence[str], exe_dir: Path | None,
+                    target: str = "vmvx"):
     if kind == "mlir":
-        cmd = [require_tool("iree-compile"), *VMVX_FLAGS, *flags, str(source), "-o", str(out)]
+        cmd = [require_tool("iree-compile"), *target_flags(target), *flags, str(source), "-o", str(out)]
         if exe_dir is not None:
             cmd.insert(-3, f"--iree-hal-dump-executable-binaries-to={exe_dir}")
         return cmd
@@ -225,11 +268,12 @@ def _compile_job(j: _Job) -> str | None:
         exe_dir = tmp / "executables"
         exe_dir.mkdir()
         # Compile the real file so debug locations name it (the text was hashed just before).
-        cmd = compile_command(j.kind, j.source, tmp / "module.vmfb", j.directives.flags, exe_dir)
+        target = j.target or "vmvx"
+        cmd = compile_command(j.kind, j.source, tmp / "module.vmfb", j.directives.flags_for(target), exe_dir, target)
         r = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if r.returncode != 0 or not (tmp / "module.vmfb").is_file():
             return f"{j.name}: {shlex.join(cmd)}\n{(r.stderr or r.stdout).strip()}"
-        exes = sorted(p.name for p in exe_dir.glob("*.vmfb"))
+        exes = sorted(p.name for p in exe_dir.glob("*.vmfb"))  # VMVX's (llvm-cpu dumps ELF .so files)
         for p in exe_dir.iterdir():
             if p.suffix != ".vmfb":
                 p.unlink()

@@ -5,13 +5,13 @@ from __future__ import annotations
 import re
 import shlex
 
-from .model import ArgSpec, Call, CorpusError, Directives, DTYPES
+from .model import TARGETS, ArgSpec, Call, CorpusError, Directives, DTYPES
 
 _DIRECTIVE_RE = re.compile(
-    r"^\s*//\s*(FLAGS|CALL|EXPECT-TRAP|ORACLE-CRASH|ORACLE-QUIRK|NOT-CALLED|CHECK-TESTS)(?![\w-]):?\s*(.*?)\s*$"
+    r"^\s*//\s*(FLAGS|LLVM-CPU-FLAGS|TARGETS|CALL|EXPECT-TRAP|ORACLE-CRASH|ORACLE-QUIRK|NOT-CALLED|CHECK-TESTS)(?![\w-]):?\s*(.*?)\s*$"
 )
 _CALL_RE = re.compile(r"^@([\w.$-]+)\s*\((.*)\)$")
-_SHAPE_RE = re.compile(r"^((?:\d+x)*)(f32|f64|i1|i8|i16|i32|i64)$")
+_SHAPE_RE = re.compile(r"^((?:\d+x)*)(f16|bf16|f32|f64|i1|i8|i16|i32|i64)$")
 _MLIR_EXPORT_RE = re.compile(r"^\s*func\.func\s+@([\w$.-]+)\s*\(", re.M)
 _VMASM_EXPORT_RE = re.compile(r"^\s*vm\.export\s+@([\w$.-]+)", re.M)
 
@@ -62,12 +62,14 @@ def parse_arg(text: str, kind: str) -> ArgSpec:
 def parse_directives(text: str, kind: str) -> Directives:
     """Parses the leading ``//`` directive comments of a corpus source file."""
     flags: list[str] = []
+    llvm_cpu_flags: list[str] = []
     calls: list[Call] = []
     traps: set[str] = set()
     crashes: set[str] = set()
     quirks: set[str] = set()
     not_called: set[str] = set()
     check_tests = False
+    targets = TARGETS
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _DIRECTIVE_RE.match(line)
         if not m:
@@ -76,6 +78,13 @@ def parse_directives(text: str, kind: str) -> Directives:
         try:
             if key == "FLAGS":
                 flags.extend(shlex.split(rest))
+            elif key == "LLVM-CPU-FLAGS":
+                llvm_cpu_flags.extend(shlex.split(rest))
+            elif key == "TARGETS":
+                targets = tuple(rest.split())
+                unknown = [t for t in targets if t not in TARGETS]
+                if not targets or unknown:
+                    raise CorpusError(f"bad TARGETS directive {rest!r}: the targets are {', '.join(TARGETS)}")
             elif key == "CALL":
                 cm = _CALL_RE.match(rest)
                 if not cm:
@@ -118,6 +127,8 @@ def parse_directives(text: str, kind: str) -> Directives:
         exports,
         frozenset(crashes),
         frozenset(quirks),
+        targets,
+        tuple(llvm_cpu_flags),
     )
 
 

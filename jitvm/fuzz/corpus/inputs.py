@@ -15,7 +15,7 @@ def _seed(module_name: str, call_index: int) -> int:
 
 
 def random_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...] | None):
-    """Small values: ints in [-8, 8] (i8: [-5, 5]), floats uniform in [-2, 2), bools 50/50."""
+    """Small values: ints in [-8, 8] (i8: [-5, 5]), floats uniform in [-2, 2) (f16/bf16: f32 values rounded), bools 50/50."""
     shp = () if shape is None else shape
     if dtype == "i1":
         a = rng.integers(0, 2, size=shp).astype(np.bool_)
@@ -24,6 +24,8 @@ def random_array(rng: np.random.Generator, dtype: str, shape: tuple[int, ...] | 
         a = rng.integers(-lim, lim + 1, size=shp).astype(DTYPES[dtype])
     elif dtype in ("f32", "f64"):
         a = (rng.random(size=shp) * 4.0 - 2.0).astype(DTYPES[dtype])
+    elif dtype in ("f16", "bf16") and dtype in DTYPES:  # f32 draws rounded to the narrow type
+        a = (rng.random(size=shp) * 4.0 - 2.0).astype(np.float32).astype(DTYPES[dtype])
     else:
         raise CorpusError(f"no generator for dtype {dtype}")
     return a[()] if shape is None else np.ascontiguousarray(a)

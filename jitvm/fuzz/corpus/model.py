@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 DTYPES = {
+    "f16": np.float16,
     "f32": np.float32,
     "f64": np.float64,
     "i1": np.bool_,
@@ -20,6 +21,16 @@ DTYPES = {
     "i32": np.int32,
     "i64": np.int64,
 }
+try:  # bf16 arrays are ml_dtypes' (iree.runtime's dependency, which marshals them too)
+    import ml_dtypes
+
+    DTYPES["bf16"] = ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover - a corpus program using bf16 then fails to parse, naming it
+    pass
+
+#: The backends a corpus MLIR program can be compiled for; a program lists its own with
+#: ``// TARGETS:``, else it compiles for all of them (the first listed is the default).
+TARGETS = ("vmvx", "llvm-cpu")
 
 
 class CorpusError(RuntimeError):
@@ -62,13 +73,14 @@ class CorpusModule:
     source: Path
     vmfb: Path  # compiled module
     executables: tuple[Path, ...]  # dumped VMVX executable .vmfb files (mlir only)
-    flags: tuple[str, ...]  # the file's own extra flags (VMVX_FLAGS not included)
+    flags: tuple[str, ...]  # the file's own extra flags (the target's flags not included)
     calls: tuple[Call, ...]
     expect_trap: frozenset[str]
     check_tests: bool
     exports: tuple[str, ...] = field(default=())  # exported function names found in the source
     oracle_crash: frozenset[str] = field(default=frozenset())  # IREE dies (SIGFPE) on these
     oracle_quirks: frozenset[str] = field(default=frozenset())  # IREE bug / impl-defined
+    target: str = "vmvx"  # the backend the module's executables were compiled for (mlir only)
 
     def expects_trap(self, function: str) -> bool:
         return function in self.expect_trap
@@ -83,3 +95,9 @@ class Directives:
     exports: tuple[str, ...]
     oracle_crash: frozenset[str] = frozenset()
     oracle_quirks: frozenset[str] = frozenset()
+    targets: tuple[str, ...] = TARGETS  # the backends the program compiles for, default first
+    llvm_cpu_flags: tuple[str, ...] = ()  # appended to `flags` when compiled for llvm-cpu
+
+    def flags_for(self, target: str) -> tuple[str, ...]:
+        """The program's own iree-compile flags when it is compiled for `target`."""
+        return self.flags + (self.llvm_cpu_flags if target == "llvm-cpu" else ())

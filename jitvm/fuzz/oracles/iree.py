@@ -90,13 +90,24 @@ def call_vmasm(vm, ctx, call: Call, args) -> list:
     return [results.get_variant(i) for i in range(results.size)]
 
 
+def iree_argument(value):
+    """A call argument as iree.runtime takes it: numpy scalars as Python numbers, f16/bf16
+    ones as their bit patterns (the VM passes them in an i32; a Python float would be
+    truncated to an integer)."""
+    if not isinstance(value, np.generic):
+        return value
+    if value.dtype.itemsize == 2 and value.dtype.name in ("float16", "bfloat16"):
+        return int(np.asarray(value).view(np.uint16))
+    return value.item()
+
+
 def run_module(module: CorpusModule) -> list[Outcome]:
     """Runs every CALL of ``module`` in order in one fresh context; never raises for traps."""
     outcomes: list[Outcome] = []
     if module.kind == "mlir":
         mod, keep = _mlir_session(module)
         for i, call in enumerate(module.calls):
-            args = [a.item() if isinstance(a, np.generic) else a for a in make_inputs(module, i)]
+            args = [iree_argument(a) for a in make_inputs(module, i)]
             try:
                 r = mod[call.function](*args)
             except Exception as e:  # noqa: BLE001 - IREE raises RuntimeError/ValueError

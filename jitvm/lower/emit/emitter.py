@@ -57,6 +57,12 @@ class Emitter:
         self.blocks = [fn.append_basic_block(f"bb{i}") for i in range(len(vf.blocks))]
         self.unwind = fn.append_basic_block("unwind")
         self.block_override: dict[int, ir.Block] = {}  # while lowering a loop copy
+        # While a delinearised loop's chunk is lowered (lower.loops.delinearise): VM block ->
+        # LLVM block for branches leaving the copies (to the next chunk), instruction index ->
+        # its lowering there, and the chunk's values ("value" invariant expressions) by key.
+        self.redirect: dict[int, ir.Block] = {}
+        self.overrides: dict = {}
+        self.nest_values: dict = {}
         # Accesses proven in range by a loop guard: instruction index -> loops.Access, and the
         # nest's loops by id (the fast copy rebuilds their indices from the affine form).
         self.unchecked: dict = {}
@@ -348,7 +354,8 @@ class Emitter:
     def target_block(self, pc: int) -> ir.Block:
         """The LLVM block a branch to `pc` goes to (a loop copy's own blocks inside it)."""
         index = self.vf.block_of_pc[pc]
-        return self.block_override.get(index, self.blocks[index])
+        block = self.block_override.get(index)
+        return block if block is not None else self.redirect.get(index, self.blocks[index])
 
     def lower_instructions(self, indices) -> None:
         vf = self.vf
@@ -356,7 +363,7 @@ class Emitter:
             ins = vf.instructions[i]
             self.pc = ins.pc
             self.index = i
-            handler = LOWERINGS.handler(ins.op.name)
+            handler = self.overrides.get(i) or LOWERINGS.handler(ins.op.name)
             if handler is None:
                 raise LoweringError(ins.op.name, "no lowering registered")
             handler(self, ins)

@@ -29,7 +29,8 @@ from ..emit.effects import instruction_writes, remap_moves, written_slots
 BLOCK, BR, COND_BR, FAIL = isa.op("block"), isa.op("br"), isa.op("cond_br"), isa.op("fail")
 LOOP_TEST, STEP = isa.op("cmp.lt.i64.s"), isa.op("add.i64")
 
-# Invariant expressions: ("const", n) | ("reg", bank, index) | (op, x, y), op in add/sub/mul.
+# Invariant expressions: ("const", n) | ("reg", bank, index) | (op, x, y), op in add/sub/mul
+# | ("value", key): an i64 the lowering computed where the nest is entered (emitter.nest_values).
 ZERO = ("const", 0)
 ONE = ("const", 1)
 
@@ -130,6 +131,10 @@ class Nest:
 
     loops: list[Loop]  # loops[0] is the root; parents come before children
     accesses: list[Access] = field(default_factory=list)
+    # Instructions the lowering replaces by values that cannot trap (a delinearised chunk's
+    # divisions, lower.loops.delinearise): pure for the jam, whatever their op.
+    pure: frozenset = frozenset()
+    jam_factor: int | None = None  # at most this many iterations jammed (lower.loops.jam)
 
     @property
     def root(self) -> Loop:
@@ -236,22 +241,40 @@ def static_trips(vf, loop: Loop) -> int | None:
     return max(0, -(-(bound - start) // step))
 
 
-def find_nests(vf: VerifiedFunction) -> list[Nest]:
-    """The outermost analyzable loop nests with at least one range-checkable access."""
-    back_edges = {}  # header -> latch
+def back_edges_of(vf: VerifiedFunction) -> dict[int, int | None]:
+    """Loop header block -> its latch block (None: several latches, not a counted loop)."""
+    back_edges = {}
     for block in vf.blocks:
         for t in successors(vf, block):
             if t <= block.index:
-                if t in back_edges:
-                    back_edges[t] = None  # several latches: not a simple counted loop
-                else:
-                    back_edges[t] = block.index
+                back_edges[t] = None if t in back_edges else block.index
+    return back_edges
+
+
+def loop_headers(back_edges: dict) -> list[int]:
+    """The headers of simple loops (one latch), in block order."""
+    return sorted(h for h, latch in back_edges.items() if latch is not None)
+
+
+def build_nest(vf: VerifiedFunction, header: int, back_edges: dict | None = None, overrides: dict | None = None,
+               root_bound=None) -> Nest | None:
+    """The analyzable nest rooted at `header`, accesses or not, or None. `overrides`:
+    instruction index -> the Affine value of its result, where a caller proved it (the
+    delinearised chunks of lower.loops.delinearise); `root_bound`: the root loop's bound
+    as an invariant expression instead of its header's compare operand."""
+    back_edges = back_edges_of(vf) if back_edges is None else back_edges
+    return _NestBuilder(vf, back_edges, overrides, root_bound).build(header)
+
+
+def find_nests(vf: VerifiedFunction) -> list[Nest]:
+    """The outermost analyzable loop nests with at least one range-checkable access."""
+    back_edges = back_edges_of(vf)
     nests: list[Nest] = []
     covered_until = -1
-    for header in sorted(h for h, latch in back_edges.items() if latch is not None):
+    for header in loop_headers(back_edges):
         if header <= covered_until:
             continue  # inside a nest already taken
-        nest = _NestBuilder(vf, back_edges).build(header)
+        nest = build_nest(vf, header, back_edges)
         if nest is not None and nest.accesses:
             nests.append(nest)
             covered_until = nest.root.latch
@@ -263,9 +286,11 @@ class _Unsupported(Exception):
 
 
 class _NestBuilder:
-    def __init__(self, vf: VerifiedFunction, back_edges: dict):
+    def __init__(self, vf: VerifiedFunction, back_edges: dict, overrides: dict | None = None, root_bound=None):
         self.vf = vf
         self.back_edges = back_edges
+        self.overrides = overrides or {}
+        self.root_bound = root_bound
         self.loops: list[Loop] = []
         self.accesses: list[Access] = []
         self.stepped: dict[int, tuple] = {}  # loop id -> step, once its iv is stepped in the body
@@ -329,7 +354,8 @@ class _NestBuilder:
         if bound_reg in self.written or bound_reg + 1 in self.written:
             raise _Unsupported
         start = None if parent is None else self.invariant_expr(env.read_i64(iv))
-        loop = Loop(loop_id, header, latch, exit_block, iv, start, ("reg", "i64", bound_reg), ZERO, parent)
+        bound = self.root_bound if parent is None and self.root_bound is not None else ("reg", "i64", bound_reg)
+        loop = Loop(loop_id, header, latch, exit_block, iv, start, bound, ZERO, parent)
         self.loops.append(loop)
 
         loop_written, _ = written_slots(vf, range(header, latch + 1))
@@ -364,7 +390,7 @@ class _NestBuilder:
                         self.stepped[loop_id] = step
                     else:
                         raise _Unsupported
-                body.execute(ins)
+                body.execute(ins, self.overrides.get(idx))
             term = vf.instructions[b.last]
             if term.op is not BR:
                 raise _Unsupported
@@ -411,7 +437,7 @@ class _NestBuilder:
 def _regs_of(expr) -> list[int]:
     if expr[0] == "reg":
         return [expr[2], expr[2] + 1]
-    if expr[0] == "const":
+    if expr[0] in ("const", "value"):  # "value": an IR value the lowering computed (guard.InvariantEval)
         return []
     return _regs_of(expr[1]) + _regs_of(expr[2])
 
@@ -465,8 +491,12 @@ class _Env:
             elif kind == "i32":
                 self._clobber(dst.index)
 
-    def execute(self, ins) -> None:
+    def execute(self, ins, known: "Affine | None" = None) -> None:
+        """Follows one instruction; `known`: its result's value, proven by the caller."""
         op = ins.op
+        if known is not None:
+            self._set(ins["result"].index, known)
+            return
         follow = _AFFINE.get(op)
         if follow is not None:
             self._set(ins["result"].index, follow(ins, self.read_i64))

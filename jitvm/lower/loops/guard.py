@@ -54,6 +54,8 @@ class InvariantEval:
             return const(I64, value)
         if kind == "reg":
             return self.e.get(Reg("i64", node[2], False, node[2]), "i64")
+        if kind == "value":
+            return self.e.nest_values[node[1]]
         x, y = self.expr(node[1]), self.expr(node[2])
         return {"add": self.add, "sub": self.sub, "mul": self.mul}[kind](x, y)
 

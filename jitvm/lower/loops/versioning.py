@@ -6,14 +6,15 @@ every iteration is in range; the fast copy then runs without per-access checks, 
 (lower.loops.jam) when the buffers it stores to are apart from the others, and split across
 threads (lower.loops.parallel) when the invocation has an idle pool and the root loop's
 iterations provably do not interact. Otherwise the checked copy runs, trapping exactly where
-the interpreter would.
+the interpreter would. A flat loop over delinearised indices (lower.loops.delinearise) runs
+chunk by chunk, each chunk a nest lowered here.
 """
 
 from __future__ import annotations
 
 from ...verify.model import VerifiedFunction
-from . import jam, parallel
-from .analysis import Nest, find_nests
+from . import delinearise, jam, parallel
+from .analysis import Nest, back_edges_of, build_nest, loop_headers
 from .copies import lower_nest_copy
 from .guard import all_iterations_in_range
 
@@ -21,20 +22,41 @@ from .guard import all_iterations_in_range
 class NestVersioning:
     """How an Emitter lowers the loop nests of a function (its `nest_lowering`)."""
 
-    def nests(self, vf: VerifiedFunction) -> dict[int, Nest]:
-        """The nests to version, by the index of their root loop's header block."""
-        return {nest.root.header: nest for nest in find_nests(vf)}
+    def __init__(self, chunk_loops: bool = True):
+        self.chunk_loops = chunk_loops  # delinearised flat loops run chunk by chunk
 
-    def lower(self, e, nest: Nest) -> None:
-        """The nest twice, checked and fast, behind its guard, at the nest's header block."""
+    def nests(self, vf: VerifiedFunction) -> dict:
+        """The outermost analyzable loop nests, by the index of their root loop's header
+        block: a Nest with at least one range-checkable access, or a delinearise.ChunkPlan."""
+        back_edges = back_edges_of(vf)
+        out: dict = {}
+        covered_until = -1
+        for header in loop_headers(back_edges):
+            if header <= covered_until:
+                continue  # inside a nest already taken
+            nest = build_nest(vf, header, back_edges)
+            if nest is None:
+                continue
+            chunked = delinearise.plan(vf, nest, back_edges) if self.chunk_loops else None
+            if chunked is not None or nest.accesses:
+                out[header] = chunked or nest
+                covered_until = nest.root.latch
+        return out
+
+    def lower(self, e, nest, entry=None) -> None:
+        """The nest twice, checked and fast, behind its guard, at the nest's header block
+        (or at `entry`: a chunk's nest, never split across threads)."""
+        if isinstance(nest, delinearise.ChunkPlan):
+            delinearise.lower(e, nest, self.lower)
+            return
         mod = e.mod
         plan = jam.plan(e.vf, nest, mod.jam_outer) if mod.jam_loops else None
         mod.blocked_nests += bool(plan and plan.outer)
         outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
-        split = parallel.plan(e.vf, nest, outermost) if mod.parallel_loops else None
+        split = parallel.plan(e.vf, nest, outermost) if mod.parallel_loops and entry is None else None
         # The guard goes first, into the block where the nest is entered: the jammed loop's
         # header reads its verdict on the buffers (a value of a dominating block).
-        e.b.position_at_end(e.blocks[nest.root.header])
+        e.b.position_at_end(entry or e.blocks[nest.root.header])
         e.pc = e.vf.instructions[e.vf.blocks[nest.root.header].first].pc
         ok, ranges, rest, boxes = all_iterations_in_range(e, nest)
         apart = jam.ranges_apart(e, plan.widest, plan.stored, plan.widest_others, nest, ranges) \

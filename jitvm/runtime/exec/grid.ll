@@ -20,7 +20,7 @@ entry:
   store i64 %bound, ptr %hi
 ${if traced}  %trace.t0 = call i64 @now_ns()
   call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap) ; a chunk of a split loop, timed when traced
-${if traced}  call void @trace_record(i64 ${TRACE_SPLIT}, i64 %start, i64 %trace.t0, ptr %body)
+${if traced}  call void @trace_record(i64 ${TRACE_SPLIT}, i64 %start, i64 %trace.t0, ptr %body, ptr null)
   ret void
 }
 
@@ -100,7 +100,7 @@ run:
   store i64 %z, ptr %a5
 ${if traced}  %trace.t0 = call i64 @now_ns()
   %status = call i32 %fn(ptr %ctx, ptr %args, ptr %results, ptr %trap) ; a workgroup, timed when traced
-${if traced}  call void @trace_record(i64 ${TRACE_GRID}, i64 %i, i64 %trace.t0, ptr %fn)
+${if traced}  call void @trace_record(i64 ${TRACE_GRID}, i64 %i, i64 %trace.t0, ptr %fn, ptr %ctx)
   %ok = icmp eq i32 %status, 0
   br i1 %ok, label %next_in_run, label %fail
 next_in_run:

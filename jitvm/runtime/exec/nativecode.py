@@ -30,8 +30,10 @@ GATE_CLOSED = 1 << 30  # the gate word's flag; below it, how many threads are in
 RUNS_PER_SHARE = 4  # a split loop is claimed in about this many chunks per thread
 
 # The thread policy (runtime.exec.replay describes it).
-RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance)
-SERIAL_MARGIN = 0.8  # the calling thread alone must be this much faster per workgroup to win
+RUNS_PER_THREAD = 4  # a grid is claimed in about this many runs per thread (load balance) ...
+RUN_S = 100e-6  # ... or in runs about this long on one thread, if shorter
+PARALLEL_MARGIN = 1.15  # all threads must be this much faster per workgroup than one to win
+SMALL_GRID_S = 50e-6  # grids measured below this on one thread stay there, never probed
 REPROBE = 32  # runs of an entry before the way not chosen is measured again ...
 REPROBE_MAX = 1024  # ... an interval doubling up to this while the choice holds
 
@@ -41,6 +43,7 @@ _RUN_STEPS = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, 
 _HOLD = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p)
 _RELEASE = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _CHOOSE = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64)
+_RECORD = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_uint64)
 
 
 def ir_text(pool_arch: str | None, traced: bool) -> str:
@@ -59,7 +62,8 @@ def ir_text(pool_arch: str | None, traced: bool) -> str:
             RUNS_PER_SHARE=RUNS_PER_SHARE, **kinds))
     fills = "".join(template.render(__package__, "fill.ll", width=w, bits=8 * w, wide=w == 8) for w in (2, 4, 8))
     parts.append(template.render(
-        __package__, "replay.ll", fill_loops=fills, RUNS_PER_THREAD=RUNS_PER_THREAD, SERIAL_MARGIN=SERIAL_MARGIN,
+        __package__, "replay.ll", fill_loops=fills, RUNS_PER_THREAD=RUNS_PER_THREAD, PARALLEL_MARGIN=f"{PARALLEL_MARGIN:e}",
+        SMALL_GRID_S=f"{SMALL_GRID_S:e}", RUN_S=f"{RUN_S:e}",
         REPROBE=REPROBE, REPROBE_MAX=REPROBE_MAX, VIEW_REFS=VIEW_REFS))
     parts.append(template.render(__package__, "library.ll", S_INTERNAL=STATUS_CODES["INTERNAL"],
                                  K_LIBRARY_FAILED=LIBRARY_FAILED.code))
@@ -73,7 +77,7 @@ class NativeCode:
 
     def __init__(self):
         fpu.register_symbols()
-        engine.provide(engine.libc(("clock_gettime", "syscall", "pthread_self", "sched_getcpu")))
+        engine.provide(engine.libc(("clock_gettime", "syscall", "pthread_self", "sched_getcpu", "sched_yield")))
         arch = targets.host().arch
         self.pooled = arch in SYS_FUTEX
         traced = trace.requested()
@@ -87,6 +91,7 @@ class NativeCode:
         self.try_hold = self.code.function("jv_pool_try_hold", _HOLD)
         self.release = self.code.function("jv_pool_release", _RELEASE)
         self.choose_threads = self.code.function("jv_choose_threads", _CHOOSE)
+        self.record_cost = self.code.function("jv_record_cost", _RECORD)
         self.trace = trace.WorkgroupTrace(self.code, trace.capacity()) if traced else None
         if self.pooled:
             self.thread = self.code.function("jv_pool_thread", _POOL_THREAD)

@@ -1,10 +1,14 @@
 ; The pool's threads (runtime.exec.workers): parked on futexes, posted jobs, split loops.
 ${pause_declaration}
 declare i64 @syscall(i64, ...)
+declare i32 @sched_yield()
 
-; Waits until *%word differs from %old and returns it: spins for %spin_ns, then sleeps on
-; the futex (counted in *%sleepers, so a waker knows it must make the system call).
-define internal i32 @wait_change(ptr %word, i32 %old, ptr %sleepers, i64 %spin_ns) {
+@always = internal constant i32 1
+
+; Waits until *%word differs from %old and returns it: spins for %spin_ns while *%linger is
+; nonzero, then sleeps on the futex (counted in *%sleepers, so a waker knows it must make
+; the system call).
+define internal i32 @wait_change(ptr %word, i32 %old, ptr %sleepers, i64 %spin_ns, ptr %linger) {
 entry:
   %t0 = call i64 @now_ns()
   br label %spin
@@ -12,7 +16,11 @@ spin:
   %i = phi i64 [ 0, %entry ], [ %i1, %pause ], [ %i1, %clock ]
   %v = load atomic i32, ptr %word acquire, align 4
   %changed = icmp ne i32 %v, %old
-  br i1 %changed, label %out, label %pause
+  br i1 %changed, label %out, label %stay
+stay:
+  %wanted = load atomic i32, ptr %linger monotonic, align 4
+  %resting = icmp eq i32 %wanted, 0
+  br i1 %resting, label %sleep, label %pause
 pause:
   ${pause}
   %i1 = add i64 %i, 1
@@ -20,6 +28,7 @@ pause:
   %look = icmp eq i64 %low, 0
   br i1 %look, label %clock, label %spin
 clock:
+  call i32 @sched_yield()
   %t = call i64 @now_ns()
   %waited = sub i64 %t, %t0
   %long = icmp uge i64 %waited, %spin_ns
@@ -107,7 +116,7 @@ run:
   store i64 %hi, ptr %hi_slot
 ${if traced}  %trace.t0 = call i64 @now_ns()
   call i32 %body(ptr %state, ptr %args, ptr %env, ptr %trap) ; a chunk of a split loop, timed when traced
-${if traced}  call void @trace_record(i64 ${TRACE_SPLIT}, i64 %lo, i64 %trace.t0, ptr %body)
+${if traced}  call void @trace_record(i64 ${TRACE_SPLIT}, i64 %lo, i64 %trace.t0, ptr %body, ptr null)
   br label %claim
 done:
   call void @jv_fpu_set(i64 %saved)
@@ -161,7 +170,7 @@ ${fields Pool %pool f}
   br label %park
 park:
   %seen = phi i32 [ %start, %entry ], [ %g, %enter ], [ %g, %left ], [ %g, %wake ]
-  %g = call i32 @wait_change(ptr %f.generation, i32 %seen, ptr %f.generation_sleepers, i64 %spin_ns)
+  %g = call i32 @wait_change(ptr %f.generation, i32 %seen, ptr %f.generation_sleepers, i64 %spin_ns, ptr %f.linger)
   %down = load atomic i32, ptr %f.shutdown acquire, align 4
   %quit = icmp ne i32 %down, 0
   br i1 %quit, label %exit, label %enter
@@ -244,6 +253,7 @@ define void @jv_pool_run(ptr %pool) {
 entry:
 ${fields Pool %pool f}
   %spin_ns = load i64, ptr %f.spin_ns
+  store atomic i32 1, ptr %f.linger monotonic, align 4
   store atomic i32 0, ptr %f.gate seq_cst, align 4
   atomicrmw add ptr %f.generation, i32 1 seq_cst
   call void @wake_all(ptr %f.generation, ptr %f.generation_sleepers)
@@ -255,7 +265,7 @@ check:
   %empty = icmp eq i32 %gate, ${GATE_CLOSED}
   br i1 %empty, label %out, label %wait
 wait:
-  call i32 @wait_change(ptr %f.gate, i32 %gate, ptr %f.gate_sleepers, i64 %spin_ns)
+  call i32 @wait_change(ptr %f.gate, i32 %gate, ptr %f.gate_sleepers, i64 %spin_ns, ptr @always)
   br label %check
 out:
   ret void
@@ -268,9 +278,20 @@ out:
 define void @jv_pool_warm(ptr %pool) {
 entry:
 ${fields Pool %pool f}
+  store atomic i32 1, ptr %f.linger monotonic, align 4
   store atomic i32 ${GATE_CLOSED}, ptr %f.gate seq_cst, align 4
   atomicrmw add ptr %f.generation, i32 1 seq_cst
   call void @wake_all(ptr %f.generation, ptr %f.generation_sleepers)
+  ret void
+}
+
+; Sends waiting threads to sleep now rather than after their spin: the holder runs on its
+; own thread from here (a serial step, the end of a sequence), and a spinning thread would
+; only take a core from it and from the rest of a busy machine. The next post wakes them.
+define void @jv_pool_rest(ptr %pool) {
+entry:
+${fields Pool %pool f}
+  store atomic i32 0, ptr %f.linger monotonic, align 4
   ret void
 }
 

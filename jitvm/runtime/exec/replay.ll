@@ -29,22 +29,28 @@ count:
   %runs = add i64 %runs0, 1
   store i64 %runs, ptr %cost
   %first = icmp eq i64 %runs, 1
-  %pmany = getelementptr inbounds i8, ptr %cost, i64 ${Cost.has_many}
-  %has_many = load i32, ptr %pmany
-  %no_many = icmp eq i32 %has_many, 0
-  %unmeasured = or i1 %first, %no_many
-  br i1 %unmeasured, label %all, label %one_known
-one_known:
+  br i1 %first, label %all, label %counted
+counted:
   %pone = getelementptr inbounds i8, ptr %cost, i64 ${Cost.has_one}
   %has_one = load i32, ptr %pone
   %no_one = icmp eq i32 %has_one, 0
-  br i1 %no_one, label %alone, label %compare
-compare:
+  br i1 %no_one, label %alone, label %one_known
+one_known:
   %c1p = getelementptr inbounds i8, ptr %cost, i64 ${Cost.one}
   %c1 = load double, ptr %c1p
+  %total_f = uitofp i64 %total to double
+  %grid_s = fmul double %c1, %total_f
+  %small = fcmp olt double %grid_s, ${SMALL_GRID_S}
+  br i1 %small, label %alone, label %many_known
+many_known:
+  %pmany = getelementptr inbounds i8, ptr %cost, i64 ${Cost.has_many}
+  %has_many = load i32, ptr %pmany
+  %no_many = icmp eq i32 %has_many, 0
+  br i1 %no_many, label %all, label %compare
+compare:
   %cnp = getelementptr inbounds i8, ptr %cost, i64 ${Cost.many}
   %cn = load double, ptr %cnp
-  %margin = fmul double %cn, ${SERIAL_MARGIN}
+  %margin = fmul double %cn, ${PARALLEL_MARGIN}
   %serial_wins = fcmp olt double %c1, %margin
   %best = select i1 %serial_wins, i32 1, i32 %n
   %pnext = getelementptr inbounds i8, ptr %cost, i64 ${Cost.next_probe}
@@ -96,8 +102,33 @@ alone:
   ret i32 1
 }
 
+; A run of at most %chunk workgroups that one thread finishes in about RUN_S, by the
+; entry's measured time on one thread: a thread the machine gives little CPU (a busy core,
+; a preempted share) holds up the others for at most its last run.
+define internal i64 @timed_chunk(ptr %s, i64 %chunk) {
+entry:
+${fields Step %s s}
+  %cost = load ptr, ptr %s.cost
+  %pone = getelementptr inbounds i8, ptr %cost, i64 ${Cost.has_one}
+  %has_one = load i32, ptr %pone
+  %known = icmp ne i32 %has_one, 0
+  br i1 %known, label %timed, label %keep
+timed:
+  %c1p = getelementptr inbounds i8, ptr %cost, i64 ${Cost.one}
+  %c1 = load double, ptr %c1p
+  %fits_f = fdiv double ${RUN_S}, %c1
+  %fits_ok = fcmp olt double %fits_f, 1.0e18
+  %fits_c = select i1 %fits_ok, double %fits_f, double 1.0e18
+  %fits = fptoui double %fits_c to i64
+  %shorter = icmp ult i64 %fits, %chunk
+  %c = select i1 %shorter, i64 %fits, i64 %chunk
+  ret i64 %c
+keep:
+  ret i64 %chunk
+}
+
 ; Keeps an exponential average of seconds per workgroup for the way step %s ran.
-define internal void @record_cost(ptr %s, i32 %n, i64 %ns, i64 %total) {
+define void @jv_record_cost(ptr %s, i32 %n, i64 %ns, i64 %total) {
 entry:
 ${fields Step %s s}
   %cost = load ptr, ptr %s.cost
@@ -117,7 +148,14 @@ keep:
   %ph = getelementptr inbounds i8, ptr %cost, i64 %hoff
   %has = load i32, ptr %ph
   %old = load double, ptr %pv
-  %twice = fmul double %old, 2.0
+  ; the bound: twice the larger of this way's and the other way's average (a real change of
+  ; cost, a grid grown a thousandfold, is then believed in a run or two, not ten)
+  %ooff = select i1 %many, i64 ${Cost.one}, i64 ${Cost.many}
+  %po = getelementptr inbounds i8, ptr %cost, i64 %ooff
+  %other = load double, ptr %po
+  %other_larger = fcmp ogt double %other, %old
+  %larger = select i1 %other_larger, double %other, double %old
+  %twice = fmul double %larger, 2.0
   %jump = fcmp ogt double %per, %twice
   %sample = select i1 %jump, double %twice, double %per
   %part_old = fmul double %old, 2.5e-01
@@ -364,8 +402,9 @@ posted:
   store i32 1, ptr %q.used_pool
   %parts = mul i64 %n64, ${RUNS_PER_THREAD}
   %chunk0 = udiv i64 %total, %parts
-  %tiny = icmp eq i64 %chunk0, 0
-  %chunk = select i1 %tiny, i64 1, i64 %chunk0
+  %chunk_t = call i64 @timed_chunk(ptr %s, i64 %chunk0)
+  %tiny = icmp eq i64 %chunk_t, 0
+  %chunk = select i1 %tiny, i64 1, i64 %chunk_t
   store ptr %fn, ptr %f.fn
   store ptr %ctx, ptr %f.ctx
   store ptr %consts, ptr %f.consts
@@ -404,6 +443,7 @@ serial:
   br i1 %lend, label %lent, label %walk
 lent:
 ${fields Pool %pool lf}
+  call void @jv_pool_rest(ptr %pool)
   store i32 %threads, ptr %lf.threads
   store i64 %flush, ptr %lf.flush
   %tp = getelementptr inbounds i8, ptr %trap0, i64 ${Trap.pool}
@@ -428,7 +468,7 @@ ran:
   br i1 %ok, label %measured, label %checked
 measured:
   %ns = sub i64 %t1, %t0
-  call void @record_cost(ptr %s, i32 %n, i64 %ns, i64 %total)
+  call void @jv_record_cost(ptr %s, i32 %n, i64 %ns, i64 %total)
   br label %checked
 checked:
   %not_library = xor i1 %library, true
@@ -492,10 +532,16 @@ next:
   br i1 %more, label %loop, label %done
 fail:
   store i64 %i, ptr %q.failed_step
+  br i1 %pooled, label %rest_failed, label %failed
+rest_failed:
+  call void @jv_pool_rest(ptr %pool)
+  br label %failed
+failed:
   ret i32 %status
 done:
   br i1 %pooled, label %split_check, label %finish
 split_check:
+  call void @jv_pool_rest(ptr %pool)
   %splits_after = load i64, ptr %f.splits
   %split_some = icmp ne i64 %splits_after, %splits0
   br i1 %split_some, label %split_seen, label %finish

@@ -11,22 +11,32 @@ then, per step:
 - repoints the views (data, length, access) and zeroes the workgroup-local memory;
 - chooses the threads by the entry's measured cost (`CostT`, shared by every dispatch of
   the entry): all threads, or the calling thread alone with the idle pool lent to the
-  kernel's split loops. The first run is not measured (cold caches); then both ways are,
-  the calling thread is kept only when clearly faster per workgroup, and now and then the
+  kernel's split loops. Two threads must never lose to one: the first run is not measured
+  (cold caches); then the calling thread alone is, and a grid it runs in under SMALL_GRID_S
+  stays there (waking the pool, and its threads spinning for the next job, cost more than
+  such a grid could gain); otherwise all threads are measured too, they are kept only when
+  clearly faster per workgroup (PARALLEL_MARGIN: a tie goes to the calling thread, which
+  leaves the other cores to the rest of a busy machine), and now and then the
   other way is measured again: REPROBE runs after the last look, an interval that doubles
   (up to REPROBE_MAX) while the looks confirm the choice and starts over when one changes
   it (a reprobe of a grid that clearly wins on all threads runs it serially: ResNet-50's
   4-workgroup convolutions took twice as long on every 32nd run); when the choice changes
   between looks, the way dropped is measured again on the next run. A measurement counts
-  at most twice the average so far (a VM can take a core away for milliseconds: one such
-  run must not flip the choice);
+  at most twice the larger of the two ways' averages (a VM can take a core away for
+  milliseconds: one such run must not flip the choice; but a real change of cost, seen by
+  both ways, is believed within a run or two). A parallel grid is claimed in runs of about
+  RUN_S on one thread (a thread the machine gives little CPU holds the rest up for at most
+  its last run), and waiting threads yield their core now and then while they spin
+  (`sched_yield`: the thread they wait for may be queued behind them). A step on the calling thread alone, and the end of the
+  sequence, send the pool's waiting threads to sleep at once (`jv_pool_rest`): spinning
+  through serial steps and host code took a core from the caller on a busy machine;
 - runs the grid, timing it, and checks the kernel left its arguments as it got them (no
   new references, the list unchanged), so they can be reused; otherwise Python gives the
   views their real origins and builds fresh arguments next time.
 
 A single dispatch from Python (`NativeDispatchRunner.run`) is a one-step sequence, so the
 thread choice lives here alone. The native side is replay.ll (fills: fill.ll), rendered with
-the policy's constants (REPROBE, REPROBE_MAX, SERIAL_MARGIN, RUNS_PER_THREAD) by
+the policy's constants (REPROBE, REPROBE_MAX, PARALLEL_MARGIN, SMALL_GRID_S, RUNS_PER_THREAD) by
 runtime.exec.nativecode; the structs are runtime.native.layout's Step, View, Sequence, Cost.
 """
 
@@ -104,6 +114,12 @@ class Sequence:
         (it counts the run: tests drive the policy through this with costs of their own)."""
         s = self.steps[i]
         return native().choose_threads(self.address, ctypes.addressof(s), s.total)
+
+    def record_cost(self, i: int, threads: int, seconds: float) -> None:
+        """Counts a run of step i on `threads` threads that took `seconds` into its entry's
+        cost, as a real run does (tests drive the averaging through this)."""
+        s = self.steps[i]
+        native().record_cost(ctypes.addressof(s), threads, int(seconds * 1e9), s.total)
 
     def threads_used(self) -> list[int]:
         """Per dispatch step of the last run, how many threads ran it (0: not run)."""

@@ -66,6 +66,7 @@ class NativeDispatchRunner:
         self._costs: dict[int, CostT] = {}  # entry fn -> its measured cost
         self._spare: list[replay.Sequence] = []
         self._targets: dict[int, tuple] = {}  # id(entry) -> (entry, (fn, ctx) or None)
+        self.library_exports: dict[int, str] = {}  # address -> name of every library export run (traces name them)
         self._no_helpers = (None, None)
         _runners.add(self)
 
@@ -146,6 +147,7 @@ class NativeDispatchRunner:
         """A library export's dispatch from Python (runtime.exec.library): one native step."""
         call = LibraryCall(dispatch.entry, dispatch.workgroup_count, dispatch.constants,
                            [length for _, length in dispatch.bindings])
+        self.library_exports[dispatch.entry.function] = dispatch.entry.name
         if 0 in call.grid:
             return
         seq = replay.Sequence(self, 1)
@@ -165,6 +167,7 @@ class NativeDispatchRunner:
                 seq.set_fill(i, d.target, d.pattern, d.pattern_length)
             elif isinstance(d, PreparedLibraryDispatch):
                 call = LibraryCall(d.entry, d.workgroup_count, d.constants, [n for _, _, n in d.bindings])
+                self.library_exports[d.entry.function] = d.entry.name
                 seq.set_library_step(i, call, library_local(d.entry), d.bindings)
             else:
                 seq.set_step(i, target, d.constants.addr, d.bindings.addr, d.local_memory, d.workgroup_count,

@@ -15,3 +15,8 @@ define void @jv_pool_warm(ptr %pool) {
 entry:
   ret void
 }
+
+define void @jv_pool_rest(ptr %pool) {
+entry:
+  ret void
+}

@@ -4,7 +4,21 @@
 @jv_trace_rows = global ptr null
 declare i64 @pthread_self()
 
-define internal void @trace_record(i64 %kind, i64 %index, i64 %t0, ptr %fn) {
+; The function a record names: a library step's export (its ctx, a LibraryCall, holds it)
+; rather than the adapter every library workgroup goes through.
+define internal ptr @trace_function(ptr %fn, ptr %ctx) {
+entry:
+  %library = icmp eq ptr %fn, @jv_library_workgroup
+  br i1 %library, label %export, label %own
+export:
+  %pexport = getelementptr inbounds i8, ptr %ctx, i64 ${LibraryCall.fn}
+  %exported = load ptr, ptr %pexport
+  ret ptr %exported
+own:
+  ret ptr %fn
+}
+
+define internal void @trace_record(i64 %kind, i64 %index, i64 %t0, ptr %called, ptr %ctx) {
 entry:
   %t1 = call i64 @now_ns()
   %k = atomicrmw add ptr @jv_trace_count, i64 1 monotonic
@@ -22,6 +36,7 @@ ${fields TraceRecord %row r}
   store i64 %index, ptr %r.index
   store i64 %t0, ptr %r.start_ns
   store i64 %t1, ptr %r.end_ns
+  %fn = call ptr @trace_function(ptr %called, ptr %ctx)
   %f = ptrtoint ptr %fn to i64
   store i64 %f, ptr %r.function
   br label %done

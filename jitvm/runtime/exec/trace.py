@@ -5,7 +5,8 @@ native grid walker and the split-loop shares (grid.ll, pool.ll) record, per kern
 TraceRecord (runtime.native.layout): the thread, whether it was a workgroup or a chunk of a
 split loop, its index (the workgroup's linear index, or the chunk's first iteration), start
 and end times (CLOCK_MONOTONIC ns, the clock of time.perf_counter_ns) and the function
-called. Without it the worker code is rendered without the trace (`${if traced}` lines),
+called (for an llvm-cpu library step, the export's own address, not the adapter's that
+every library workgroup goes through; the runner's library_exports names them). Without it the worker code is rendered without the trace (`${if traced}` lines),
 so runs that do not ask pay nothing. bench/thread_trace.py reads the records to tell
 scheduling losses (idle threads, late starts, serial host code) from kernels that run
 slower when both cores are busy.

@@ -12,7 +12,9 @@ threads enter through a gate; when share 0 returns every workgroup has been clai
 caller closes the gate and waits only for the threads inside: a thread that wakes late (a
 virtual CPU can take a millisecond) costs nothing. Waiting spins for a short while
 (dispatches of one model call follow each other within tens of microseconds) and then
-sleeps on a futex, so an idle pool costs nothing. No Python, no GIL and no Python thread
+sleeps on a futex, so an idle pool costs nothing; a pool thread spins only while its
+holder runs steps on the pool (the `linger` word): once the holder runs a step alone or
+ends its sequence, waiting threads sleep at once. No Python, no GIL and no Python thread
 switch is involved per dispatch: on a small grid those cost more than the work. The code
 is compiled with the rest of the executor's (runtime.exec.nativecode).
 """

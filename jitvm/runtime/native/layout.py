@@ -230,6 +230,10 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("gate", "u32"), ("gate_sleepers", "u32"),  # threads inside | closed
         ("shutdown", "u32"), ("threads", "u32"),  # shares in the posted dispatch
         ("spin_ns", "u64"),
+        # 1 while the holder runs steps on the pool (waiting threads spin for the next one);
+        # 0 once it runs on its own thread: waiting threads go to sleep at once, not after
+        # spin_ns of taking a core from the caller and everything else on the machine.
+        ("linger", "u32"), ("_pad5", "u32"),
         ("fn", "ptr"), ("ctx", "ptr"), ("consts", "ptr"), ("bindings", "ptr"),
         ("cx", "u32"), ("cy", "u32"), ("cz", "u32"), ("stop", "i32"),
         ("next", "u64"), ("total", "u64"), ("flush", "u64"), ("chunk", "u64"),

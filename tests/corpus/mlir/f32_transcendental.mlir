@@ -1,4 +1,5 @@
 // f32 transcendental and rounding functions.
+// LLVM-CPU-FLAGS: --iree-llvmcpu-link-embedded=false
 // CALL @unary_set(32xf32)
 // CALL @binary_set(12xf32, 12xf32)
 // CALL @rounding(20xf32)

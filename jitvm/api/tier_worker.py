@@ -1,4 +1,7 @@
-"""A detached tier-up: `python -m jitvm.lower.tier_worker JOB` (started by lower.handoff).
+"""A detached tier-up: `python -m jitvm.api.tier_worker JOB` (started by lower.handoff).
+
+It lives above the JIT because verifying a module needs the native modules' types
+(runtime.modules), which the JIT's own stage may not import.
 
 Reads the job a process wrote as it ended, and compiles the optimised build of the
 runtime code and the full tier of each unit it names into the code store, one unit at a time in this process, at low priority: each key
@@ -21,9 +24,9 @@ def tier_up(module: dict, target) -> int:
     from ..frontend.module import load_module
     from ..runtime.modules import register_hal_types
     from ..verify import verify_module
-    from .executable import STATS
-    from .unit_build import Unit, UnitBuilder
-    from .units import call_components
+    from ..lower.executable import STATS
+    from ..lower.unit_build import Unit, UnitBuilder
+    from ..lower.units import call_components
 
     register_hal_types()
     bytecode = load_module(module["source"])
@@ -57,7 +60,7 @@ def optimise_runtime(code: dict, target) -> bool:
 
 def main(argv: list[str]) -> int:
     from ..runtime.native.target import Target
-    from .handoff import NICE, remove_job
+    from ..lower.handoff import NICE, remove_job
 
     job_path = Path(argv[0])
     try:
