@@ -3,8 +3,8 @@
 It lives above the JIT because verifying a module needs the native modules' types
 (runtime.modules), which the JIT's own stage may not import.
 
-Reads the job a process wrote as it ended, and compiles the full tier of each unit it
-names into the code store, one unit at a time in this process, at low priority: each key
+Reads the job a process wrote as it ended, and compiles the optimised build of the
+runtime code and the full tier of each unit it names into the code store, one unit at a time in this process, at low priority: each key
 locked, looked up again, compiled only when nobody stored it meanwhile (unit_build). A
 module whose bytes changed since (another file at that path) is left alone. Removes the
 job when done; its lock ends with this process.
@@ -44,6 +44,20 @@ def tier_up(module: dict, target) -> int:
     return STATS["compiled_modules"] - before
 
 
+def optimise_runtime(code: dict, target) -> bool:
+    """Compiles runtime IR (file `ir`) at `opt` into the store, unless someone did; whether
+    this worker did."""
+    from ..runtime.native import cache as store, engine
+
+    ir = Path(code["ir"]).read_text()
+    key = engine.runtime_key(ir, target, code["opt"])
+    with store.lock(key):
+        if store.load(key) is not None:
+            return False
+        store.store(key, [engine.compile_object(ir, target, code["opt"])], {"what": "runtime code"})
+    return True
+
+
 def main(argv: list[str]) -> int:
     from ..runtime.native.target import Target
     from ..lower.handoff import NICE, remove_job
@@ -57,6 +71,11 @@ def main(argv: list[str]) -> int:
     try:
         job = json.loads(job_path.read_text())
         target = Target(*job["target"])
+        for code in job.get("runtime", ()):  # first: every process's calls go through it
+            try:
+                optimise_runtime(code, target)
+            except Exception:  # noqa: BLE001 - a later process compiles it instead
+                continue
         for module in job["modules"]:
             try:
                 tier_up(module, target)

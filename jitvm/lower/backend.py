@@ -12,8 +12,9 @@ from __future__ import annotations
 from ..runtime.exec.nativecode import native
 from ..runtime.exec.runner import NativeDispatchRunner, default_threads
 from ..runtime.exec.workers import NativePool
-from ..runtime.native import cache as store, target as targets
+from ..runtime.native import cache as store, engine, target as targets
 from ..runtime.vm.bytecode import LoadedModule
+from . import handoff
 from .executable import STATS, JitExecutable, _Progress
 from .lazy import LazyExecutable
 from .llvm import cache, compile_pool, compiler, loader, vector_math
@@ -50,6 +51,10 @@ class JitBackend:
         # split loops against the interpreter. None: direct calls never split.
         self.split_calls_from = split_calls_from
         self._call_pool = None
+        if tier in ("auto", "baseline") and handoff.enabled():
+            # the runtime's own code too starts quickly; a detached tier-up optimises it for the next process
+            engine.quick_start()
+            handoff.register()
 
     def call_pool(self):
         """The pool direct calls lend to their split loops (see split_calls_from), or None."""

@@ -2,7 +2,8 @@
 
 A one-shot process (load a model, call it once, exit) ends before its background tier-up
 (lower.lazy.TIER_UP), leaving baseline code only. At exit, the units still on baseline code
-are written down as a job in the code store (`.tier-up/ID.json`, beside the module's bytes
+(and the runtime's own code still on its quick build, runtime.native.engine) are written
+down as a job in the code store (`.tier-up/ID.json`, beside the module's bytes
 when it was not read from a file), and a worker process in a session of its own, at low
 priority (api.tier_worker), compiles their full tier into the store: the next process
 finds optimised code. The job file is locked from before it is complete until the worker
@@ -42,18 +43,26 @@ def jobs_dir() -> Path:
     return store.cache_dir() / JOBS
 
 
+def register() -> None:
+    """At exit, what is left to tier up goes to a worker: the runtime code started on its
+    quick build (runtime.native.engine.PENDING_RUNTIME) and whatever `at_exit` names."""
+    if not _registered:
+        _registered.append(lambda: [])
+        atexit.register(_at_exit)
+
+
 def at_exit(executables) -> None:
     """At exit, `executables()` (lazy executables) hand their baseline units to a worker."""
-    if not _registered:
-        _registered.append(executables)
-        atexit.register(_at_exit)
+    register()
+    _registered.append(executables)
 
 
 def _at_exit() -> None:
     if not enabled():
         return
     try:
-        hand_over([e for source in _registered for e in source()])
+        from ..runtime.native import engine
+        hand_over([e for source in _registered for e in source()], dict(engine.PENDING_RUNTIME))
     except Exception:  # noqa: BLE001 - exiting stays quiet; the next process compiles instead
         pass
 
@@ -73,24 +82,33 @@ def _source(executable, directory: Path, name: str) -> tuple[str, bool]:
     return str(path), True
 
 
-def hand_over(executables) -> int | None:
-    """Starts a detached worker for the baseline units of `executables`; its pid, or None
-    when there was nothing to hand over."""
+def hand_over(executables, runtime: dict | None = None) -> int | None:
+    """Starts a detached worker for the baseline units of `executables` and the `runtime`
+    code (key -> (IR text, opt)) to optimise; its pid, or None when there was nothing to
+    hand over."""
+    from ..runtime.native import target as targets
+
     wanted = [e for e in executables if e.backend.use_cache and e.baseline_units()]
-    if not wanted:
+    runtime = {k: v for k, v in (runtime or {}).items() if store.load(k) is None}
+    if not wanted and not runtime:
         return None
     directory = jobs_dir()
     directory.mkdir(parents=True, exist_ok=True)
     job_id = f"{os.getpid()}-{os.urandom(4).hex()}"
     final = directory / f"{job_id}.json"
-    target = wanted[0].backend.target
+    target = wanted[0].backend.target if wanted else targets.host()
+    code = []
+    for i, (ir, opt) in enumerate(runtime.values()):
+        path = directory / f"{job_id}.rt{i}.ll"
+        path.write_text(ir)
+        code.append({"ir": str(path), "opt": opt})
     modules = []
     for i, e in enumerate(wanted):
         source, owned = _source(e, directory, f"{job_id}.{i}.vmfb")
         modules.append({"name": e.loaded.name, "source": source, "owned": owned, "digest": e.digest,
                         "options": e.builder.full_options, "units": [u.ordinals for u in e.baseline_units()]})
     job = {"cache_dir": str(store.cache_dir()), "target": [target.triple, target.cpu, target.features],
-           "modules": modules}
+           "runtime": code, "modules": modules}
     tmp = directory / f"{job_id}.json.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
     try:

@@ -79,7 +79,8 @@ class LazyExecutable(JitExecutable):
         self.entries: dict[int, int] = {}
         self.fns = {}
         if native:
-            code = engine.jit_module(entries_ir(self.prefix, n))
+            # jumps through cells: fast instruction selection emits the same code as O2, 3-4x sooner
+            code = engine.jit_module(entries_ir(self.prefix, n), opt=0)
             self._modules.append(code)
             self.cells = (ctypes.c_void_p * n).from_address(code.global_address(f"{self.prefix}_cells"))
             self.baseline = (ctypes.c_void_p * n).from_address(code.global_address(f"{self.prefix}_baseline"))
