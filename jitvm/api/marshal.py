@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ArgumentError
-from .declaration import SCALAR_TYPES, ValueDecl
+from .declaration import ELEMENT_DTYPES, SCALAR_TYPES, ValueDecl
 from ..runtime.modules.hal import types as hal_types
 from ..runtime.modules.hal.buffer_view import HalBufferView
 from ..runtime.modules.hal.fence import HalFence
@@ -160,7 +160,7 @@ def _half_bits(value, type_name: str, label: str) -> int:
     Python float is refused: iree.runtime truncates it to an integer and passes that as the
     bits, which is never the number meant."""
     if isinstance(value, np.generic) and value.dtype.itemsize == 2 and hal_types.is_float_dtype(value.dtype):
-        if value.dtype.name != {"f16": "float16", "bf16": "bfloat16"}[type_name]:
+        if value.dtype != np.dtype(ELEMENT_DTYPES[type_name]):
             raise ArgumentError(f"{label} expects {_an(type_name)} value, got {value.dtype.name}")
         return int(np.asarray(value).view(np.uint16))
     if isinstance(value, (int, np.integer)):
