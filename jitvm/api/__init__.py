@@ -15,6 +15,7 @@ import os
 from ..errors import ArgumentError
 from ..fallback_interp import InterpreterBackend
 from ..frontend.module import load_module
+from ..lower import handoff
 from ..lower.backend import JitBackend
 from ..runtime.exec.dispatch import runner_for
 from ..runtime.modules import CheckModule, HalModule, VmvxModule, register_hal_types
@@ -33,6 +34,9 @@ from .compiled import open_bundle
 from .module import Function, Module
 from .parameters import providers as parameter_providers
 from .paths import resolve_path
+from . import tier_worker
+
+handoff.use_worker(tier_worker.__name__)  # detached tier-ups run in this layer's worker
 
 BACKENDS = ("jit", "interp")
 _backends: dict = {}

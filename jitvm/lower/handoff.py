@@ -5,7 +5,8 @@ A one-shot process (load a model, call it once, exit) ends before its background
 (and the runtime's own code still on its quick build, runtime.native.engine) are written
 down as a job in the code store (`.tier-up/ID.json`, beside the module's bytes
 when it was not read from a file), and a worker process in a session of its own, at low
-priority (api.tier_worker), compiles their full tier into the store: the next process
+priority (the module the API names with `use_worker`: api.tier_worker, which needs the
+runtime's modules this stage may not import), compiles their full tier into the store: the next process
 finds optimised code. The job file is locked from before it is complete until the worker
 ends (the worker inherits the lock), so `wait` tells a running job from one whose worker
 died. Keys are locked while compiled (unit_build), so processes ending together never
@@ -33,10 +34,17 @@ JOBS = ".tier-up"  # in the store; directories starting with "." hold no entries
 NICE = 10  # the worker's niceness: calls in other processes come first
 _ROOT = str(Path(__file__).resolve().parents[2])  # the checkout holding the jitvm package
 _registered: list = []
+_worker: list[str] = []  # the module a job runs in (`python -m MODULE JOB`), named by use_worker
+
+
+def use_worker(module: str) -> None:
+    """Names the module that runs a job: the layer that owns the worker says which, so this
+    stage never names a module above it. Without one, nothing is handed over."""
+    _worker[:] = [module]
 
 
 def enabled() -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "no", "off", "false")
+    return bool(_worker) and os.environ.get(ENV, "1").strip().lower() not in ("0", "no", "off", "false")
 
 
 def jobs_dir() -> Path:
@@ -117,7 +125,7 @@ def hand_over(executables, runtime: dict | None = None) -> int | None:
         os.replace(tmp, final)
         env = {**os.environ, ENV: "0", "JITVM_CACHE_DIR": job["cache_dir"]}
         try:
-            p = subprocess.Popen([sys.executable, "-m", "jitvm.api.tier_worker", str(final)], cwd=_ROOT, env=env,
+            p = subprocess.Popen([sys.executable, "-m", _worker[0], str(final)], cwd=_ROOT, env=env,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                  pass_fds=(fd,), start_new_session=True)
         except OSError:
