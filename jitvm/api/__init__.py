@@ -29,7 +29,7 @@ from ..runtime.vm.context import Context
 from ..runtime.vm.interface import ModuleInstance
 from ..verify import verify_module
 from ..verify.embedded import embedded_modules
-from ..runtime.native import cache
+from ..runtime.native import cache, memory
 from .compiled import open_bundle
 from .module import Function, Module
 from .parameters import providers as parameter_providers
@@ -194,6 +194,7 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
         prefetch.join()  # the initializer created the executables (or they are loaded for later)
     if not siblings:
         raise ArgumentError("load() needs at least one bytecode module")
+    memory.release()  # a quiet point: what compiling and linking touched of LLVM goes back
     return list(siblings.values())[-1]
 
 

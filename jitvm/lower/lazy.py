@@ -30,7 +30,7 @@ import warnings
 import weakref
 
 from ..runtime.exec import runner as dispatch_runner
-from ..runtime.native import cache as store, engine, template
+from ..runtime.native import cache as store, engine, memory, template
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import instance_of_state
 from . import handoff
@@ -299,6 +299,8 @@ class TierUp:
                                       f"its baseline code stays", RuntimeWarning)
                 if not executable.pending():
                     self._watched.discard(executable)
+            if worked:
+                memory.release()  # the end of a batch: LLVM's pages go back until the next one
             with self._wake:
                 self.busy = False
                 self._wake.notify_all()
