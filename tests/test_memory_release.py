@@ -13,7 +13,7 @@ import pytest
 import jitvm
 from jitvm.runtime.native import engine, memory
 
-pytestmark = pytest.mark.skipif(not memory.enabled(), reason="needs Linux, glibc and /proc/self/smaps")
+pytestmark = pytest.mark.skipif(not memory.enabled(), reason="needs Linux, glibc and /proc/self/pagemap")
 
 IR = """
 define i64 @memtest_mix(i64 %a, i64 %b) {
