@@ -14,6 +14,7 @@ FunctionInvoker and DeviceArray, local-sync), each result taken to numpy as IREE
     python -m bench.host_overhead                         # 1,000 calls a way per model
     python -m bench.host_overhead --models add4 --rounds 400 --batch 5
     python -m bench.host_overhead --layers                # and where jitvm's microseconds go (bench.host_layers)
+    python -m bench.host_overhead --llvm-cpu --layers --models softmax32x512 dwconv3x3_56x56x64_bias_relu
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from bench import host_layers
 from bench.alternate import alternating_medians
 from bench.build import compile_model
-from bench.models import matmul, softmax
+from bench.models import depthwise, matmul, softmax
 from bench.models.mlir import Function, Value
 from bench.models.spec import ModelSpec
 from bench.models import ops
@@ -57,7 +58,14 @@ def _mm_relu() -> ModelSpec:
 
 
 def models() -> dict[str, ModelSpec]:
+    """The default calls, then the small kernel-bound suite models (by name only: --models)."""
     specs = [_add4(), _mm_relu(), softmax(1, 1000), matmul(128)]
+    return {s.name: s for s in specs}
+
+
+def extra_models() -> dict[str, ModelSpec]:
+    """Suite models (bench.models.suite) small enough to time here; chosen with --models."""
+    specs = [softmax(32, 512), depthwise(56, 64)]
     return {s.name: s for s in specs}
 
 
@@ -76,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     chosen = models()
     if args.models:
-        chosen = {n: s for n, s in chosen.items() if n in args.models}
+        chosen = {n: s for n, s in {**chosen, **extra_models()}.items() if n in args.models}
     print(f"load average {os.getloadavg()[0]:.2f}; {args.rounds} x {args.batch} calls a way, medians")
     threads = os.cpu_count() or 1
     native_cols = [LLVM_SYNC, LLVM_JIT1, f"iree.runtime llvm-cpu local-task ({threads} thr)",
@@ -88,12 +96,18 @@ def main(argv: list[str] | None = None) -> int:
     print("|---" * (len(cols) + len(ratios) + 1) + "|")
     profiles = []
     for spec in chosen.values():
-        vmfb = str(compile_model(spec, "vmvx", log=lambda *a: None))
         inputs = spec.make_inputs()
-        fns = {"iree.runtime vmvx": getattr(ireert.load_vm_flatbuffer_file(vmfb, driver="local-sync"), spec.function),
-               "jitvm": jitvm.load(vmfb, threads=1).function(spec.function),
-               "jitvm.runtime": getattr(jitvm_runtime.load_vm_flatbuffer_file(vmfb, driver="local-sync"),
-                                        spec.function)}
+        fns = {}
+        if spec.name in models():  # a suite model's VMVX build takes IREE's interpreter seconds a call
+            vmfb = str(compile_model(spec, "vmvx", log=lambda *a: None))
+            fns = {"iree.runtime vmvx": getattr(ireert.load_vm_flatbuffer_file(vmfb, driver="local-sync"),
+                                                spec.function),
+                   "jitvm": jitvm.load(vmfb, threads=1).function(spec.function),
+                   "jitvm.runtime": getattr(jitvm_runtime.load_vm_flatbuffer_file(vmfb, driver="local-sync"),
+                                            spec.function)}
+        elif not args.llvm_cpu:
+            print(f"{spec.name}: a suite model, timed with --llvm-cpu only", file=sys.stderr)
+            return 2
         if args.llvm_cpu:
             native = str(compile_model(spec, "llvm-cpu", log=lambda *a: None))
             for col, driver in zip(native_cols[::2], ("local-sync", "local-task")):
@@ -112,15 +126,16 @@ def main(argv: list[str] | None = None) -> int:
                     return 1
         calls = {way: (lambda fn: lambda *a: np.asarray(fn(*a)))(fn) for way, fn in fns.items()}
         medians = alternating_medians(calls, inputs, args.rounds, args.batch, warm_up=20)
-        row = " | ".join(f"{medians[c] * 1e6:.1f}" for c in cols)
-        quotients = [medians["jitvm"] / medians["iree.runtime vmvx"]]
+        row = " | ".join(f"{medians[c] * 1e6:.1f}" if c in medians else "-" for c in cols)
+        quotients = [medians["jitvm"] / medians["iree.runtime vmvx"] if "jitvm" in medians else float("nan")]
         if args.llvm_cpu:
             quotients += [medians[native_cols[1]] / medians[native_cols[0]],
                           medians[native_cols[3]] / medians[native_cols[2]]]
         print(f"| {spec.name} | {row} | " + " | ".join(f"{q:.2f}" for q in quotients) + " |", flush=True)
         if args.layers:
-            profiles.append(host_layers.table(spec.name, host_layers.layers(fns["jitvm"], inputs, args.rounds,
-                                                                            args.batch)))
+            way = LLVM_JIT1 if args.llvm_cpu else "jitvm"
+            profiles.append(host_layers.table(f"{spec.name}, {way}", host_layers.layers(fns[way], inputs,
+                                                                                       args.rounds, args.batch)))
     for profile in profiles:
         print(f"\n{profile}")
     return 0

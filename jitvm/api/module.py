@@ -92,7 +92,14 @@ class Function:
         if self.declaration is not None and len(self.declaration.inputs) != expected:
             self.declaration = None  # a declaration that does not describe the VM signature is ignored
         self._plan: CallPlan | None = None  # the native call (jitvm.api.plan), built on the first call
-        self._planned = False
+        # The plan's call (CallPlan.direct) once built; before, the call that builds it; None: no plan.
+        self._direct = self._first_call if self.declaration is not None else None
+
+    def _first_call(self, args):
+        """Builds the plan (None when the native path cannot take this function), then calls."""
+        self._plan = CallPlan.build(self)
+        self._direct = self._plan.direct if self._plan is not None else None
+        return self._direct(args) if self._direct is not None else DECLINED
 
     @property
     def reflected(self) -> bool:
@@ -110,14 +117,11 @@ class Function:
         return f"{self.name} {self.cconv.text}"
 
     def __call__(self, *args):
-        if self.declaration is not None:
-            if not self._planned:
-                self._plan, self._planned = CallPlan.build(self), True
-            plan = self._plan
-            if plan is not None and len(args) == plan.input_count:
-                out = plan(args)
-                if out is not DECLINED:
-                    return out
+        direct = self._direct
+        if direct is not None:
+            out = direct(args)
+            if out is not DECLINED:
+                return out
         fences = None
         if self.fenced and len(args) == self.inputs + 2:
             args, fences = args[:-2], [marshal.fence_argument(f, f"{self.name} {what} fence")
