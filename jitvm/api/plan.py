@@ -175,18 +175,12 @@ class CallPlan:
                 io[k] = abi.argument_slot(code, marshal.scalar_argument(args[k], d, label), label)
         status = self._invoke[1](self.address, io)
         if status:
-            if status == DECLINED:
-                return DECLINED
-            raise traps.take_exception(TrapT.from_address(ctypes.addressof(io) + 8 * self._slots), describe_frame)
-        n, m = self.input_count, self.output_count
+            return self._failed(status, io)
         if self.raw_results:
+            n, m = self.input_count, self.output_count
             return [self._raw_result(code, dtype, shape, memory, io[n + j], io[n + m + j])
                     for j, (code, dtype, shape, memory) in enumerate(self._results)]
-        out = [self._result(code, dtype, shape, memory, io[n + j], io[n + m + j])
-               for j, (code, dtype, shape, memory) in enumerate(self._results)]
-        if not out:
-            return None
-        return out[0] if m == 1 else tuple(out)
+        return self._finish(io)
 
     def _direct_call(self):
         """`self.__call__` for the common call (arrays in, arrays of static shapes out) with
@@ -198,15 +192,12 @@ class CallPlan:
         n, m = self.input_count, self.output_count
         if m == 0 or any(memory is None for _, _, _, memory in self._results):
             return self.__call__
-        arrays = [(dtype, shape, memory, len(shape) != 1) for _, dtype, shape, memory in self._results]
-        frombuffer = np.frombuffer
+        arrays = [(dtype, shape, memory) for _, dtype, shape, memory in self._results]
+        array = CallPlan._array
 
         def one(io, j):
-            dtype, shape, memory, reshape = arrays[j]
-            view = memory.from_address(io[n + m + j])
-            view.owner = HalBufferView(io[n + j], retain_it=False)
-            array = frombuffer(view, dtype)
-            return array.reshape(shape) if reshape else array
+            dtype, shape, memory = arrays[j]
+            return array(dtype, shape, memory, HalBufferView(io[n + j], retain_it=False), io[n + m + j])
 
         def call(args):
             if len(args) != n:
@@ -230,10 +221,12 @@ class CallPlan:
         raise traps.take_exception(TrapT.from_address(ctypes.addressof(io) + 8 * self._slots), describe_frame)
 
     def _finish(self, io):
-        """The results of a completed call some of whose results were not handed over."""
+        """A completed call's results: one value, a tuple, or None."""
         n, m = self.input_count, self.output_count
         out = [self._result(code, dtype, shape, memory, io[n + j], io[n + m + j])
                for j, (code, dtype, shape, memory) in enumerate(self._results)]
+        if not out:
+            return None
         return out[0] if m == 1 else tuple(out)
 
     @staticmethod

@@ -19,6 +19,7 @@ turns releasing off (for measuring what it saves).
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import platform
 import threading
@@ -27,7 +28,6 @@ import numpy as np
 
 LIBRARIES = ("libllvmlite",)  # shared objects whose clean read-only pages are dropped
 MAPS, PAGEMAP = "/proc/self/maps", "/proc/self/pagemap"
-_MADV_DONTNEED = 4  # Linux, every architecture
 _lock = threading.Lock()
 _libc = None
 _ranges: list[tuple[int, int]] = []  # what release drops, found on its first call
@@ -88,7 +88,7 @@ def release() -> bool:
             if not _ranges:
                 _ranges = [(start, end) for start, end, _rss in clean_readonly_ranges()]
             for start, end in _ranges:
-                libc.madvise(start, end - start, _MADV_DONTNEED)
+                libc.madvise(start, end - start, mmap.MADV_DONTNEED)
             libc.malloc_trim(0)
         except (OSError, AttributeError, ValueError):
             return False
