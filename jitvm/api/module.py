@@ -83,6 +83,8 @@ class Module:
 class Function:
     """A callable export, marshalled by its reflection or else by its VM signature."""
 
+    native_entry = True  # whether a plan's call may become a native entry (False: CallPlan.direct; A/B tests)
+
     def __init__(self, module: Module, vm_function):
         self.module = module
         self.vm_function = vm_function
@@ -106,7 +108,7 @@ class Function:
         self._plan = CallPlan.build(self)
         self._direct = self._plan.direct if self._plan is not None else None
         builtin = native_entry(self._plan, Function.__call__.__get__(self), self.name) \
-            if self._plan is not None else None
+            if self._plan is not None and self.native_entry else None
         if builtin is None:
             return self._direct(args) if self._direct is not None else DECLINED
         # What the builtin declines goes to Function.__call__, marshalled in Python at once.
