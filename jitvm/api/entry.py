@@ -96,7 +96,7 @@ def native_entry(plan: "plans.CallPlan", general, name: str):
     code = native_code()
     if not code:
         return None
-    general = _weak_call(general)
+    general = _weak_call(general, name)
     dtypes = [dtype for _, dtype, _, _ in plan.result_kinds]
     descrs = (ctypes.c_void_p * max(1, len(dtypes)))(*map(id, dtypes))
     complete = plan.complete  # one bound method, kept: the record holds its address
@@ -112,13 +112,13 @@ def native_entry(plan: "plans.CallPlan", general, name: str):
     return _function_new(ctypes.addressof(method), capsule, None)
 
 
-def _weak_call(method):
+def _weak_call(method, name: str):
     """`method` (a bound method) called through a weak reference to its object."""
     ref, func = weakref.ref(method.__self__), method.__func__
 
     def general(*args, **kwargs):
         owner = ref()
         if owner is None:
-            raise Error(f"{func.__name__}: the function it calls was released")
+            raise Error(f"{name}: its jitvm.Function was released; call it through its module")
         return func(owner, *args, **kwargs)
     return general
