@@ -31,6 +31,7 @@ from jitvm.api.plan import DECLINED, CallPlan
 from jitvm.runtime.modules.hal.buffer_view import HalBufferView
 from jitvm.fuzz.corpus import find_tool, make_inputs
 from tests.corpus import source_files
+from tests.hal_support import corpus_calls_differ_from_iree
 
 MLIR = [name for name, kind, _ in source_files() if kind == "mlir"]
 
@@ -86,6 +87,17 @@ def test_native_calls_equal_pythons_marshalling(corpus_module, name):
             assert _outcome(lambda: _without_entry(ctypes_call[call.function])(*args)) == want, call
         fn = native.function(call.function)
         assert _entered(fn) == (fn._plan is not None and fn._plan.static_results and bool(entry.native_code()))
+
+
+@pytest.mark.parametrize("name", ["matmul", "multi_result", "softmax", "elementwise_f32", "conv2d", "reductions"])
+def test_native_entry_calls_equal_iree_runtime(corpus_module, name):
+    """The same calls under iree.runtime (local-sync): the same bits, twice (the second time
+    through entries built by the first)."""
+    m = corpus_module(f"mlir/{name}")
+    module = jitvm.load(str(m.vmfb))
+    problems = corpus_calls_differ_from_iree(module, m, m.vmfb)
+    assert not problems, "\n".join(problems)
+    assert any(_entered(module.function(call.function)) for call in m.calls)
 
 
 def _matmul(corpus_module):
