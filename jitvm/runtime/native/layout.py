@@ -11,6 +11,7 @@ runtime type id and a destroy function called when the count drops to zero.
 from __future__ import annotations
 
 import ctypes
+from functools import lru_cache
 from dataclasses import dataclass
 
 # Field types: scalar names, "ptr", another struct's name, or ("array", type, count).
@@ -489,7 +490,9 @@ TraceRecordT = CTYPES["TraceRecord"]
 assert all(getattr(TrapT, n).offset == getattr(FailureT, n).offset for n, _ in STRUCTS["Failure"])
 
 
+@lru_cache(maxsize=None)
 def field(struct: str, name: str) -> FieldInfo:
+    """Field `name` of `struct` (asked per placeholder by every template rendered: kept)."""
     for i, (n, t) in enumerate(STRUCTS[struct]):
         if n == name:
             return FieldInfo(n, i, getattr(CTYPES[struct], n).offset, t)
