@@ -57,29 +57,42 @@ def test_a_row_of_columns_is_jammed_whole_and_blocked(cols, factor, inner):
         assert plan.outer.jammed_remainder is remainder
 
 
-@pytest.fixture(scope="module", params=[7, 14, 28], ids=lambda c: f"{c} columns")
+def test_a_small_image_is_blocked_whole():
+    """7 rows of 7 columns: all 49 copies at once (jam.OUTER_COPIES), no rows left over;
+    7 rows of 14 columns would be 98 copies: 4 rows at once and a remainder."""
+    plan = _plan(7, 7)
+    assert (plan.outer.factor, plan.outer.inner, plan.outer.jammed_remainder) == (7, 7, False)
+    plan = _plan(14, 7)
+    assert (plan.outer.factor, plan.outer.inner, plan.outer.jammed_remainder) == (jam.OUTER_FACTOR, 14, True)
+    assert _plan(16, 2).outer is None  # two rows: jam.SMALL_Q's case, taken only around a conv window
+
+
+@pytest.fixture(scope="module", params=[(None, 7), (None, 14), (None, 28), (7, 7)],
+                ids=lambda p: f"{p[0] or 'm'} rows of {p[1]} columns")
 def instances(request):
-    cols = request.param
-    vmfb = assemble(matmul_vmasm(None, cols, K), "<even>")
+    rows, cols = request.param
+    vmfb = assemble(matmul_vmasm(rows, cols, K), "<even>")
     jit = JitBackend(use_cache=False, progress=False, threads=1)
-    return cols, {name: instantiate(vmfb, be)[1] for name, be in (("jit", jit), ("interp", InterpreterBackend()))}
+    return rows, cols, {name: instantiate(vmfb, be)[1]
+                        for name, be in (("jit", jit), ("interp", InterpreterBackend()))}
 
 
 @pytest.mark.parametrize("m", [1, 3, 4, 5, 7, 9, 14])
 @pytest.mark.parametrize("overlap", [False, True], ids=["apart", "output is the right-hand side"])
 def test_even_groups_agree_with_the_interpreter(instances, m, overlap):
-    cols, backends = instances
+    rows, cols, backends = instances
+    m = rows or m
     out = {name: run_matmul(inst, m, cols, K, 100 + m, out_rows=max(m, K), overlap=overlap)
            for name, inst in backends.items()}
     assert out["jit"] == out["interp"]
 
 
 def test_an_output_too_small_traps_as_the_interpreter_does(instances):
-    cols, backends = instances
+    rows, cols, backends = instances
     got = {}
     for name, inst in backends.items():
         with pytest.raises(jitvm.Trap) as e:
-            run_matmul(inst, 9, cols, K, 7, out_rows=8)
+            run_matmul(inst, rows or 9, cols, K, 7, out_rows=(rows or 9) - 1)
         got[name] = (e.value.status_name, e.value.message)
     assert got["jit"] == got["interp"]
 
