@@ -52,3 +52,15 @@ def test_a_warm_load_imports_none_of_the_lowering(tmp_path):
     env = {"JITVM_CACHE_DIR": str(tmp_path)}
     assert _imported_after(code, LOWERING, env) == [True, True, True]  # an empty store: compiled
     assert _imported_after(code, LOWERING, env) == [False, False, False]  # found
+
+
+def test_run_once_code_is_compiled_to_python_once_per_store(tmp_path):
+    """The interpreter's Python for `__init` (generated with no process's addresses in it)
+    is compiled by the first process and read from the store by the next."""
+    code = f"import numpy as np, jitvm\nfrom jitvm.fallback_interp import codegen\n" \
+           f"m = jitvm.load({str(CNN)!r}, tier='baseline')\nprint(codegen.STATS['compiled'], codegen.STATS['cache_hits'])"
+    env = {**os.environ, "JITVM_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+            .stdout.split() for _ in range(2)]
+    assert runs[0][0] != "0" and runs[0][1] == "0"
+    assert runs[1] == ["0", runs[0][0]]

@@ -27,6 +27,7 @@ import marshal
 import sys
 import types
 import weakref
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -42,6 +43,7 @@ from .registry import HANDLERS
 BASE_INDENT = "    "
 INLINE_LIMIT = 6  # a branch target of at most this many instructions is copied in place
 _module_ids = itertools.count()
+STATS: Counter = Counter()  # compiled, cache_hits: modules' Python compiled, or taken from the code store
 
 # Register-file views: name -> memoryview format.
 VIEW_FORMATS = {"I": "i", "U": "I", "J": "q", "K": "Q", "F": "f", "D": "d"}
@@ -396,7 +398,9 @@ def _compiled(source: str, filename: str) -> types.CodeType:
         except (EOFError, ValueError, TypeError):
             code = None
         if isinstance(code, types.CodeType):
+            STATS["cache_hits"] += 1
             return _renamed(code, filename)
+    STATS["compiled"] += 1
     code = compile(source, filename, "exec")
     store.store(key, [marshal.dumps(code)], {"what": "interpreter code"})
     return code
