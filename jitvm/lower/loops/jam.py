@@ -148,6 +148,12 @@ STRIDED_FACTOR, STRIDED_INNER = 4, 2
 # Taken where P's trip count is a multiple of it and the copies stay within the same budget
 # per copy, else the blocking stays 4 x 16.
 OUTER_INNER_WIDE = 32
+# The same instructions per copy as 4 x 16 within OUTER_BUDGET. It costs compile time: CPU time
+# of compiling ResNet-50-style 64x64 10.1 s at 4 x 16 (both 512-bit), 15.5 s at 4 x 32 with this
+# budget, 11.2 s with OUTER_BUDGET (then only regions of up to 32 instructions get 4 x 32, and
+# its convolutions run as at 4 x 16: 27.1 ms instead of 24.4 ms); MiniLM-L6 3.7 / 5.2 / 3.9 s
+# of compile for 54.5 / 50.5 / 54.6 ms a call (one thread, load 6-7).
+OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 
 
 def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack: bool = False) -> OuterJam | None:
@@ -177,9 +183,9 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
     elif strided and not packs:
         factor, inner = STRIDED_FACTOR, min(p.factor, STRIDED_INNER)
     elif wide and p_trips is not None and p_trips % OUTER_INNER_WIDE == 0 and \
-            _region_size(vf, region) * OUTER_INNER_WIDE * factor <= 2 * OUTER_BUDGET:
+            _region_size(vf, region) * OUTER_INNER_WIDE * factor <= OUTER_BUDGET_WIDE:
         inner = min(OUTER_INNER_WIDE, p.factor)
-        budget = 2 * OUTER_BUDGET  # the same instructions per copy as 4 x 16 within OUTER_BUDGET
+        budget = OUTER_BUDGET_WIDE
     if p_trips is None or p_trips % inner or (q_trips is not None and q_trips < factor):
         return None
     if not (_plain_header(vf, loop) and _plain_header(vf, q)):
