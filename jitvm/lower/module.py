@@ -86,6 +86,7 @@ class ModuleLowering:
         self.scope_buffers = scope_buffers
         # a register-blocked nest's far-apart loads read from a transposed copy (lower.loops.pack)
         self.pack_operands = pack_operands
+        self.pack_buffers: dict = {}  # LLVM function name -> its stack buffer for those copies
         self.key = key
         self.module = ir.Module(name=f"jitvm.{verified.name}")
         if triple:

@@ -175,7 +175,7 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
     strided = _strided_loads(vf, accesses, loop, q)
     packs = tuple(pk for pk in (packing.plan(vf, nest, a, loop, q) for a in strided) if pk is not None) \
         if pack else ()
-    if len(packs) != len(strided):
+    if len(packs) != len(strided) or not packing.fits(packs):
         packs = ()
     if q_trips == SMALL_Q and _levels_inside(nest, loop) >= SMALL_Q_LEVELS:
         factor, inner = SMALL_Q, min(p.factor, OUTER_FACTOR * OUTER_INNER // SMALL_Q)
