@@ -117,16 +117,19 @@ def test_wide_vectors_block_thirty_two_columns_where_they_divide_the_row():
     assert jam.OUTER_INNER_WIDE > jam.OUTER_INNER
 
 
-def test_wide_vectors_mark_the_functions_code():
-    """The VM function's code (and a split nest's body) asks LLVM for 512-bit vectors only
-    with wide_vectors."""
+def test_wide_vectors_mark_the_code_of_blocked_nests_only():
+    """A function with a register-blocked nest asks LLVM for 512-bit vectors with
+    wide_vectors; one whose nest is jammed but not blocked (columns from the argument: no
+    constant trip count) never does."""
     from jitvm.lower.module import WIDE_VECTORS_ATTRIBUTE, ModuleLowering
 
-    verified = verify_module(load_module(assemble(_source(None), "<blocked>")))
-    for wide in (False, True):
-        text = str(ModuleLowering(verified, "t", wide_vectors=wide).lower())
-        defines = [line for line in text.splitlines() if line.startswith("define") and "_f0" in line]
-        assert defines and all((WIDE_VECTORS_ATTRIBUTE in line) is wide for line in defines), (wide, defines)
+    for source, blocked in ((_source(None), True), (matmul_vmasm(None, None, K, fused=False), False)):
+        verified = verify_module(load_module(assemble(source, "<blocked>")))
+        for wide in (False, True):
+            text = str(ModuleLowering(verified, "t", wide_vectors=wide).lower())
+            defines = [line for line in text.splitlines() if line.startswith("define") and "_f0" in line]
+            assert defines and all((WIDE_VECTORS_ATTRIBUTE in line) is (wide and blocked) for line in defines), \
+                (wide, blocked, defines)
 
 
 @pytest.fixture(scope="module", params=[None, 8], ids=["rows from the argument", "8 rows"])

@@ -24,7 +24,8 @@ _MATH_TO_IR = {"f32": F32, "f64": F64, "i32": I32, "i64": I64, "long": I64, "llo
 
 
 # With `wide_vectors` (a target with 512-bit vector registers, runtime.native.target.wide_vectors)
-# the code of VM functions asks LLVM's vectorisers for them: its x86 tuning prefers 256 bits,
+# the code of VM functions with a register-blocked nest asks LLVM's vectorisers for them (see
+# ModuleLowering.prefer_wide_vectors): its x86 tuning prefers 256 bits,
 # since older Xeons slowed their clock down on 512-bit code. Every lane still computes the same
 # operations in the same order. Measured one thread (Xeon, Sapphire Rapids class, CPU time,
 # load 5-11), 256 -> 512 bits with 4 x 16 register blocking: matmul 512 5.18 -> 4.16 ms, 3x3 conv
@@ -77,6 +78,7 @@ class ModuleLowering:
         self.scope_buffers = scope_buffers
         # a register-blocked nest's far-apart loads read from a transposed copy (lower.loops.pack)
         self.pack_operands = pack_operands
+        self.pack_buffers: dict = {}  # LLVM function name -> its stack buffer for those copies
         self.key = key
         self.module = ir.Module(name=f"jitvm.{verified.name}")
         if triple:
@@ -225,6 +227,11 @@ class ModuleLowering:
     def mark_code(self, fn: ir.Function) -> None:
         """The attributes of a function holding a VM function's code (or part of it)."""
         fn.attributes.add("nounwind")
+
+    def prefer_wide_vectors(self, fn: ir.Function) -> None:
+        """`fn` holds a register-blocked nest: with wide_vectors, LLVM may use 512-bit vectors
+        in it. Only there: a nest jammed over 64 columns alone (a matrix-vector product) keeps
+        8 accumulators at 256 bits but 4 at 512, and GPT-2's 1x3072x768 one ran 15% slower."""
         if self.wide_vectors:
             fn.attributes.add(WIDE_VECTORS_ATTRIBUTE)
 

@@ -41,6 +41,8 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
         e.block_override[outer.loop.header] = q_header  # Q is entered register-blocked
     entry = e.block_override[nest.root.header]
     blocked_apart, repacked = apart, {}
+    if outer is not None:
+        e.mod.prefer_wide_vectors(fn)
     if outer is not None and outer.packs:  # copies the blocked loads read, made on the way in
         pre = fn.append_basic_block(f"bb{nest.root.header}_{name}_pack_test")
         e.b.position_at_end(pre)

@@ -153,6 +153,12 @@ OUTER_INNER_WIDE = 32
 # 13.6 -> 9.7 ms with 7 x 7 instead of 4 x 7 and 3 rows jammed alone, EfficientNet-Lite0's
 # 1x1 conv 1152x7x7x192 0.75 -> 0.49 ms; 14 x 14 rows as 7 x 14 ran 0.73x (stays 4 x 14).
 OUTER_COPIES = OUTER_FACTOR * OUTER_INNER
+# The same instructions per copy as 4 x 16 within OUTER_BUDGET. It costs compile time: CPU time
+# of compiling ResNet-50-style 64x64 10.1 s at 4 x 16 (both 512-bit), 15.5 s at 4 x 32 with this
+# budget, 11.2 s with OUTER_BUDGET (then only regions of up to 32 instructions get 4 x 32, and
+# its convolutions run as at 4 x 16: 27.1 ms instead of 24.4 ms); MiniLM-L6 3.7 / 5.2 / 3.9 s
+# of compile for 54.5 / 50.5 / 54.6 ms a call (one thread, load 6-7).
+OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 
 
 def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack: bool = False) -> OuterJam | None:
@@ -174,7 +180,7 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
     strided = _strided_loads(vf, accesses, loop, q)
     packs = tuple(pk for pk in (packing.plan(vf, nest, a, loop, q) for a in strided) if pk is not None) \
         if pack else ()
-    if len(packs) != len(strided):
+    if len(packs) != len(strided) or not packing.fits(packs):
         packs = ()
     if q_trips == SMALL_Q and _levels_inside(nest, loop) >= SMALL_Q_LEVELS:
         factor, inner = SMALL_Q, min(p.factor, OUTER_FACTOR * OUTER_INNER // SMALL_Q)
@@ -182,9 +188,9 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
     elif strided and not packs:
         factor, inner = STRIDED_FACTOR, min(p.factor, STRIDED_INNER)
     elif wide and p_trips is not None and p_trips % OUTER_INNER_WIDE == 0 and \
-            _region_size(vf, region) * OUTER_INNER_WIDE * factor <= 2 * OUTER_BUDGET:
+            _region_size(vf, region) * OUTER_INNER_WIDE * factor <= OUTER_BUDGET_WIDE:
         inner = min(OUTER_INNER_WIDE, p.factor)
-        budget = 2 * OUTER_BUDGET  # the same instructions per copy as 4 x 16 within OUTER_BUDGET
+        budget = OUTER_BUDGET_WIDE
     elif p_trips is not None and p_trips % inner:
         inner = _even_groups(p_trips, inner) or inner  # a 14- or 7-column row: 4 x 14, 4 x 7
     if p_trips is not None and q_trips is not None and factor < q_trips and q_trips * inner <= OUTER_COPIES \

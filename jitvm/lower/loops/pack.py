@@ -30,7 +30,9 @@ from ..emit.types import I8, I64, const, opaque_alloca
 from .analysis import ONE, ZERO, Access, Affine, Loop, Nest, constant_value, static_trips
 from .guard import InvariantEval
 
-PACK_BYTES = 512 * 1024  # the largest copy: a stack buffer of the dispatch function's frame
+# The copies of a nest together at most: a stack buffer in the dispatch function's frame, shared
+# by its nests (they run one after another).
+PACK_BYTES = 512 * 1024
 # Extents that are multiples of TILE are copied TILE x TILE elements at a time: TILE vector
 # loads, a transpose by shuffles (log2(TILE) rounds), TILE vector stores. Element by element,
 # LLVM gathers: qmatmul_int8's matmul took 5.4 ms a dispatch that way, 2.7 ms tiled (load 6-7).
@@ -83,23 +85,44 @@ def emit(e, packs, q: Loop, apart):
     ev = InvariantEval(e, proven=True)
     start = e.get(Reg("i64", q.iv, False, q.iv), "i64")
     done = b.and_(apart, b.icmp_signed("<", start, ev.expr(q.bound)))
-    repacked = {}
+    buffer, offset, repacked = _scratch(e, _bytes(packs)), 0, {}
+    for pk in packs:  # each copy's place in the buffer (here: the blocked copies use them)
+        repacked[pk.access.index] = (b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True), pk.packed)
+        offset += _bytes([pk])
     copy = e.fn.append_basic_block(f"bb{q.header}_pack")
     after = e.fn.append_basic_block(f"bb{q.header}_packed")
     b.cbranch(done, copy, after)
     b.position_at_end(copy)
     for pk in packs:
         elem = ir.IntType(8 * pk.access.width)
-        scratch = opaque_alloca(e.entry_builder(), ir.ArrayType(elem, pk.elements), f"pack{pk.access.index}", 64)
+        scratch = repacked[pk.access.index][0]
         source = e.buffer_field(Reg("ref", pk.access.buffer, False, pk.access.buffer), "data")
         base = ev.expr(pk.access.element.b)
         stride = ev.expr(pk.access.element.coeff(pk.p.id))
         tiled = pk.p_trips % TILE == 0 and pk.r_trips % TILE == 0
         (_copy_tiles if tiled else _copy_transposed)(e, source, base, stride, scratch, elem, pk)
-        repacked[pk.access.index] = (scratch, pk.packed)
     b.branch(after)
     b.position_at_end(after)
     return done, repacked
+
+
+def _scratch(e, size: int):
+    """A stack buffer of the function of at least `size` bytes (64-byte aligned), shared by
+    its nests: made again only when a nest needs more than the last one made."""
+    buffers = e.mod.pack_buffers
+    made = buffers.get(e.fn.name)
+    if made is None or made[1] < size:
+        made = buffers[e.fn.name] = (opaque_alloca(e.entry_builder(), ir.ArrayType(I8, size), "pack_buffer", 64), size)
+    return made[0]
+
+
+def _bytes(packs) -> int:
+    return sum(-(-pk.elements * pk.access.width // 64) * 64 for pk in packs)
+
+
+def fits(packs) -> bool:
+    """Whether the copies of one nest fit PACK_BYTES together."""
+    return _bytes(packs) <= PACK_BYTES
 
 
 def _copy_transposed(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
