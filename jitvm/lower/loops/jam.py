@@ -56,6 +56,9 @@ class JamPlan:
     others: tuple[int, ...]  # ref registers of the other buffers P accesses
     factor: int = FACTOR
     outer: "OuterJam | None" = None  # P's parent jammed too, when it qualifies
+    # Smaller groups P's remaining iterations run in, largest first, before P's plain loop
+    # takes what is left (Nest.jam_then: a delinearised chunk's rows of 64 or 48 columns).
+    then: tuple[int, ...] = ()
 
     @property
     def widest(self) -> range:
@@ -284,7 +287,8 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
             factor //= 2
     if factor < 2:
         return None
-    return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, factor)
+    then = tuple(f for f in nest.jam_then if 2 <= f < factor)  # each within the lattice, as factor is
+    return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, factor, then=then)
 
 
 # _CHANNEL_CHUNKS: a delinearised chunk (lower.loops.delinearise) may walk channels, as IREE
