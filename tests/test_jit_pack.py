@@ -104,3 +104,15 @@ def test_no_rows_copy_nothing_and_a_short_right_hand_side_traps_as_the_interpret
         got = {name: _call(inst, m, depth, b_elements) for name, inst in insts.items()}
         assert got["jit"] == got["interp"], (m, b_elements)
         assert (got["interp"][0] is not None) == (m > 0), (m, b_elements)
+
+
+def test_a_function_that_packs_probes_its_stack():
+    """Its frame holds the copy (up to pack.PACK_BYTES): it must touch every page on the way
+    down rather than step over a thread's guard page; functions without a copy do not."""
+    from jitvm.lower.module import ModuleLowering
+
+    for transposed, probes in ((True, True), (False, False)):
+        source = matmul_vmasm(None, N, 32, fused=False, transposed_b=transposed)
+        text = str(ModuleLowering(verify_module(load_module(assemble(source, "<packed>"))), "t").lower())
+        defines = [line for line in text.splitlines() if line.startswith("define") and "_f0" in line]
+        assert defines and all(('"probe-stack"' in line) is probes for line in defines), (transposed, defines)

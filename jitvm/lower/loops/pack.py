@@ -108,9 +108,12 @@ def emit(e, packs, q: Loop, apart):
 
 def _scratch(e, size: int):
     """A stack buffer of the function of at least `size` bytes (64-byte aligned), shared by
-    its nests: made again only when a nest needs more than the last one made."""
+    its nests: made again only when a nest needs more than the last one made. The function
+    probes its stack page by page (a frame this large must not step over a thread's guard
+    page: a stack too small faults there instead)."""
     buffers = e.mod.pack_buffers
     made = buffers.get(e.fn.name)
+    e.fn.attributes.add('"probe-stack"="inline-asm"')
     if made is None or made[1] < size:
         made = buffers[e.fn.name] = (opaque_alloca(e.entry_builder(), ir.ArrayType(I8, size), "pack_buffer", 64), size)
     return made[0]
