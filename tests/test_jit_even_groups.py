@@ -129,3 +129,36 @@ def test_an_nchw_convolution_is_blocked_and_bit_identical(tmp_path):
     for be in (JitBackend(use_cache=False, progress=False, threads=1), InterpreterBackend()):
         got = np.asarray(jitvm.load(str(vmfb), be).function("main")(*args))
         assert got.tobytes() == want.tobytes(), be.name
+
+
+def _overlapping_rows(stride: int) -> str:
+    """The matmul with its output rows `stride` elements apart (fewer than the 32 columns:
+    row i's last columns are row i+1's first; the rows' order decides those elements)."""
+    src = matmul_vmasm(8, 32, K)
+    src = src.replace("  %i10:11 = vm.const.i64.zero\n", f"  %i10:11 = vm.const.i64.zero\n  %i40:41 = vm.const.i64 {stride}\n", 1)
+    return src.replace("%i18:19 = vm.fma.i64 %i14:15, %i6:7, %i16:17", "%i18:19 = vm.fma.i64 %i14:15, %i40:41, %i16:17")
+
+
+@pytest.mark.parametrize("stride, blocked", [(16, False), (31, False), (32, True), (40, True)])
+def test_rows_that_share_elements_are_not_blocked(stride, blocked):
+    """Register blocking runs 4 rows' first 16 columns before any row's next 16: rows closer
+    than the row's whole width share elements, and their additions would change order (the
+    interpreter's bits differ); a stride of at least the width keeps every element one row's."""
+    vf = verify_module(load_module(assemble(_overlapping_rows(stride), "<rows>"))).functions[0]
+    (nest,) = find_nests(vf)
+    assert (jam.plan(vf, nest).outer is not None) is blocked
+    vmfb = assemble(_overlapping_rows(stride), "<rows>")
+    m, n = 8, 32
+    rng = np.random.default_rng(stride)
+    a = (rng.standard_normal(m * K) * 10.0 ** rng.integers(-4, 5, m * K)).astype(np.float32)
+    b = (rng.standard_normal(K * n) * 10.0 ** rng.integers(-4, 5, K * n)).astype(np.float32)
+    start = rng.standard_normal(stride * m + n).astype(np.float32)
+    got = {}
+    for name, be in (("jit", JitBackend(use_cache=False, progress=False, threads=1)), ("interp", InterpreterBackend())):
+        from jitvm.runtime.vm.objects import VmBuffer
+
+        dst = VmBuffer.from_bytes(start.tobytes())
+        instantiate(vmfb, be)[1].lookup("mm").call([dst, VmBuffer.from_bytes(a.tobytes()),
+                                                    VmBuffer.from_bytes(b.tobytes()), m, n, K])
+        got[name] = dst.tobytes()
+    assert got["jit"] == got["interp"]

@@ -217,10 +217,14 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
         cq, cp = constant_value(vf, element.coeff(q.id)), constant_value(vf, element.coeff(loop.id))
         if not cq or not cp:
             return None
-        # Copy (i, j) of a group stores element base + cq*step_q*i + cp*step_p*j: distinct
-        # for all i < factor, j < inner when one stride spans the other's whole range.
+        # Iteration (i, j) of Q and P stores element base + cq*step_q*i + cp*step_p*j. The
+        # blocked order runs a group's P iterations for `factor` iterations of Q before any
+        # of their later P iterations: every iteration of the whole nest must store its own
+        # element (not only the copies of one group: rows closer than a row's width share
+        # elements, and their additions would change order), which holds when one stride
+        # spans the other loop's whole range.
         a, b = abs(cq * step_q), abs(cp * step_p)
-        if not (a >= inner * b or b >= factor * a):
+        if not (a >= p_trips * b or (q_trips is not None and b >= q_trips * a)):
             return None
     if not _no_carried_registers(vf, region, q):
         return None
