@@ -352,3 +352,18 @@ def test_compile_workers_start_while_a_module_loads(tmp_path, monkeypatch):
     assert not compile_pool._spare  # taken by the kernels' compile, and closed after it
     want = jitvm.load("example:cnn", backend="interp").predict(x)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_no_compile_workers_start_when_the_store_has_the_code(tmp_path, monkeypatch):
+    """A warm load starts no workers: they would only take the cores from it."""
+    from jitvm.lower.llvm import compile_pool
+
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    monkeypatch.setattr(compile_pool, "processes", lambda: 2)
+    x = np.random.default_rng(4).random((1, 28, 28, 1), np.float32)
+    for warm in (False, True):
+        monkeypatch.setattr(lazy, "_prestarted", [])
+        m = jitvm.load("example:cnn", backend=JitBackend(progress=False, tier="baseline"))
+        assert bool(compile_pool._spare) == (not warm)
+        m.predict(x)
+        assert not compile_pool._spare

@@ -248,17 +248,26 @@ _prestarted: list = []
 
 def _prestart_pool(executable: LazyExecutable) -> None:
     """The compile workers of the first module with several baseline units to compile
-    together (an executable's kernels) start while it loads: once per process."""
+    together (an executable's kernels) start while it loads: once per process, and not
+    when the store has code for them all (a warm load: the workers would only take the
+    cores from it)."""
     if _prestarted or compile_pool.processes() < 2:
         return
     looped = [u for u in executable.units if u.ordinals[0] not in executable.interpreted and
               executable.builder._loops(u)]
-    if len(looped) < 2:
+    if len(looped) < 2 or (executable.backend.use_cache and all(_stored(executable, u) for u in looped)):
         return
     options = executable.options(looped[0], "baseline")
     _prestarted.append(True)
     compile_pool.prestart(compile_pool.processes(), executable.backend.target, options["speed"], options["codegen"],
                           options.get("slp", True))
+
+
+def _stored(executable: LazyExecutable, unit) -> bool:
+    """Whether the store has code of `unit` at a tier a first call would take (lazy._compile)."""
+    full = executable.builder.known_full()  # None: its key would need the vector math probe
+    tiers = [executable.options(unit, "baseline")] + ([full] if full is not None else [])
+    return any(store.contains(executable.builder.key(unit, options)) for options in tiers)
 
 
 class TierUp:
