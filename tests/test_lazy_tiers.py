@@ -367,3 +367,27 @@ def test_no_compile_workers_start_when_the_store_has_the_code(tmp_path, monkeypa
         assert bool(compile_pool._spare) == (not warm)
         m.predict(x)
         assert not compile_pool._spare
+
+
+@pytest.mark.parametrize("heavy", [False, True])
+def test_kernels_that_would_run_long_on_baseline_code_get_the_full_tier_at_once(tmp_path, monkeypatch, heavy):
+    """Under "auto" a kernel's first dispatch compiles it quickly, unless its dispatches in
+    the call make more element accesses than HEAVY_ACCESSES (lower.work's estimate): then the
+    full tier at once (the CNN's kernels make some 10^5: the threshold is lowered to see it)."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    if heavy:
+        monkeypatch.setattr(lazy, "HEAVY_ACCESSES", 1000)
+    gc.collect()
+    before = set(hal_executable._loaded_cache.keys())
+    backend = JitBackend(progress=False, tier="auto")
+    m = jitvm.load("example:cnn", backend=backend)
+    x = np.random.default_rng(5).random((1, 28, 28, 1), np.float32)
+    got = m.predict(x)
+    kernels = [lm.executable for key, lm in list(hal_executable._loaded_cache.items())
+               if key not in before and isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is backend]
+    stats = [k.compile_stats() for k in kernels]
+    assert stats and sum(s["compiled"] for s in stats) > 0, repr(stats)
+    tiers = {"full" if s["full"] else "baseline" for s in stats if s["compiled"]}
+    assert tiers == ({"full"} if heavy else {"baseline"}), repr(stats)
+    want = jitvm.load("example:cnn", backend="interp").predict(x)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
