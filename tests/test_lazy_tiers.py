@@ -352,3 +352,42 @@ def test_compile_workers_start_while_a_module_loads(tmp_path, monkeypatch):
     assert not compile_pool._spare  # taken by the kernels' compile, and closed after it
     want = jitvm.load("example:cnn", backend="interp").predict(x)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
+def test_no_compile_workers_start_when_the_store_has_the_code(tmp_path, monkeypatch):
+    """A warm load starts no workers: they would only take the cores from it."""
+    from jitvm.lower.llvm import compile_pool
+
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    monkeypatch.setattr(compile_pool, "processes", lambda: 2)
+    x = np.random.default_rng(4).random((1, 28, 28, 1), np.float32)
+    for warm in (False, True):
+        monkeypatch.setattr(lazy, "_prestarted", [])
+        m = jitvm.load("example:cnn", backend=JitBackend(progress=False, tier="baseline"))
+        assert bool(compile_pool._spare) == (not warm)
+        m.predict(x)
+        assert not compile_pool._spare
+
+
+@pytest.mark.parametrize("heavy", [False, True])
+def test_kernels_that_would_run_long_on_baseline_code_get_the_full_tier_at_once(tmp_path, monkeypatch, heavy):
+    """Under "auto" a kernel's first dispatch compiles it quickly, unless its dispatches in
+    the call make more element accesses than HEAVY_ACCESSES (lower.work's estimate): then the
+    full tier at once (the CNN's kernels make some 10^5: the threshold is lowered to see it)."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    if heavy:
+        monkeypatch.setattr(lazy, "HEAVY_ACCESSES", 1000)
+    gc.collect()
+    before = set(hal_executable._loaded_cache.keys())
+    backend = JitBackend(progress=False, tier="auto")
+    m = jitvm.load("example:cnn", backend=backend)
+    x = np.random.default_rng(5).random((1, 28, 28, 1), np.float32)
+    got = m.predict(x)
+    kernels = [lm.executable for key, lm in list(hal_executable._loaded_cache.items())
+               if key not in before and isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is backend]
+    stats = [k.compile_stats() for k in kernels]
+    assert stats and sum(s["compiled"] for s in stats) > 0, repr(stats)
+    tiers = {"full" if s["full"] else "baseline" for s in stats if s["compiled"]}
+    assert tiers == ({"full"} if heavy else {"baseline"}), repr(stats)
+    want = jitvm.load("example:cnn", backend="interp").predict(x)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))

@@ -22,7 +22,6 @@ from ..runtime.modules import CheckModule, HalModule, VmvxModule, register_hal_t
 from ..runtime.modules.hal.device import HalDevice
 from ..runtime.modules.hal.executable import Prefetch
 from ..runtime.modules.hal.formats import FormatPolicy
-from ..runtime.modules.io_parameters import IoParametersModule
 from ..runtime.vm import heap
 from ..runtime.vm.bytecode import LoadedModule
 from ..runtime.vm.context import Context
@@ -108,6 +107,8 @@ def _native_modules(loader: EmbeddedLoader, trace, devices=None, providers=None)
     factories = {"hal": lambda: HalModule(loader, trace_sink=trace, devices=devices), "check": CheckModule,
                  "vmvx": VmvxModule}
     if providers:
+        from ..runtime.modules.io_parameters import IoParametersModule
+
         factories["io_parameters"] = lambda: IoParametersModule(providers)
     return factories
 

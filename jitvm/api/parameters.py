@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 
 from ..errors import ArgumentError
-from ..runtime.modules.io_parameters import ParameterIndex, ParameterProvider, open_index
 
 
 def parse_spec(text: str) -> tuple[str, str]:
@@ -21,9 +20,12 @@ def parse_spec(text: str) -> tuple[str, str]:
     return scope, path
 
 
-def providers(specs) -> list[ParameterProvider]:
+def providers(specs) -> list:
+    """ParameterProviders of `specs` (the parameter archives are imported only when there are some)."""
     if specs is None:
         return []
+    from ..runtime.modules.io_parameters import ParameterIndex, ParameterProvider, open_index
+
     if isinstance(specs, (str, os.PathLike, ParameterIndex, ParameterProvider)) or \
             isinstance(specs, tuple) and len(specs) == 2 and isinstance(specs[0], str):
         specs = [specs]

@@ -26,6 +26,7 @@ IMM = "imm"  # inline constant of the field's bank type (i32/i64/f32/f64)
 GLOBAL = "global"  # u32 global byte offset (values) or ref ordinal (refs)
 RODATA = "rodata"  # u32 rodata segment ordinal
 FUNC = "func"  # u32 function ordinal; high bit set means an import
+IMPORT_BIT = 0x80000000  # that bit
 TYPE = "type"  # u32 index into the module type table
 STRING = "string"  # u16 length + bytes
 TARGET = "target"  # u32 pc of a block marker in the same function

@@ -81,7 +81,7 @@ class JitExecutable:
         """Whether `ordinal` runs compiled code (what the dispatch runner may call natively)."""
         return ordinal in self.entries and ordinal not in self.fallbacks
 
-    def ensure_compiled(self, ordinals) -> None:
+    def ensure_compiled(self, ordinals, workgroups: dict | None = None) -> None:
         """Compiles `ordinals` now (everything is compiled already here: see lower.lazy)."""
 
     def compile_stats(self) -> dict:

@@ -37,11 +37,18 @@ from . import handoff
 from .executable import STATS, JitExecutable, _Progress
 from .llvm import compile_pool, compiler, loader
 from .unit_build import Unit, UnitBuilder
+from . import work as units_work
 from .units import call_components, run_once
 
 TIERS = ("auto", "baseline", "full")
 HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
+# A kernel making this many buffer element accesses per call (units_work's estimate) gets
+# the full tier at its first call under "auto": baseline code takes some 5 ns an access
+# (ResNet-50-style 64: 329 M in 1.55 s of CPU), about 1 s here, where the full tier costs
+# some 0.3 s of compiling. ResNet-50-style 64's largest kernel makes 50 M; the transformer's
+# two largest (MiniLM-L6 shape) 1,360 M and 454 M.
+HEAVY_ACCESSES = 200_000_000
 
 
 def entries_ir(prefix: str, count: int) -> str:
@@ -132,15 +139,18 @@ class LazyExecutable(JitExecutable):
 
     # --- compiling ------------------------------------------------------------------------
 
-    def ensure_compiled(self, ordinals) -> None:
-        """Compiles the units of `ordinals` not compiled yet, together (on the compile pool)."""
+    def ensure_compiled(self, ordinals, workgroups: dict | None = None) -> None:
+        """Compiles the units of `ordinals` not compiled yet, together (on the compile pool).
+        `workgroups`: how many workgroups each kernel runs per call (a sequence's dispatches),
+        when known; under "auto", a kernel whose calls would run long on baseline code gets
+        the full tier at once (`heavy`)."""
         todo = {self.unit_of[o] for o in ordinals if o in self.entries and self.unit_of[o].tier is None}
         if not todo:
             return
         with self._compile_lock:
             todo = sorted((u for u in todo if u.tier is None), key=lambda u: u.index)
             if todo:
-                self._compile(todo)
+                self._compile(todo, workgroups)
         if self.tier == "auto" and any(u.tier == "baseline" for u in todo):
             TIER_UP.watch(self)
 
@@ -150,7 +160,7 @@ class LazyExecutable(JitExecutable):
     def _lower(self, unit: Unit, options: dict) -> tuple[str, dict]:
         return self.builder.lower(unit, options)
 
-    def _compile(self, units: list[Unit]) -> None:
+    def _compile(self, units: list[Unit], workgroups: dict | None = None) -> None:
         first = "full" if self.tier == "full" else "baseline"
         found, missing, promote = [], [], []
         # a tier-up's code first; but where its key needs the vector math probe, none was
@@ -180,6 +190,10 @@ class LazyExecutable(JitExecutable):
         waited = missing + promote
         if waited and self.backend.progress:  # the caller waits for these (a tier-up says nothing)
             progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in waited)} functions)")
+        if first == "baseline" and self.tier == "auto" and workgroups and missing:
+            heavy = [u for u in missing if self._heavy(u, workgroups)]
+            promote += heavy
+            missing = [u for u in missing if u not in heavy]
         try:
             found.extend(self.builder.build(missing, first))
             found.extend(self.builder.build(promote, "full"))
@@ -187,6 +201,13 @@ class LazyExecutable(JitExecutable):
             if progress:
                 progress.done()
         self._install(found)
+
+    def _heavy(self, unit: Unit, workgroups: dict) -> bool:
+        """Whether a call would run `unit` long enough on baseline code (some 40x slower than
+        the full tier's on convolutions and matmuls) to pay for compiling the full tier first."""
+        accesses = sum(workgroups.get(o, 0) * units_work.accesses_per_workgroup(self.loaded.verified.functions[o])
+                       for o in unit.ordinals)
+        return accesses >= HEAVY_ACCESSES
 
     def _install(self, built) -> None:
         """Links the units' code into this process and points their cells at it."""
@@ -248,17 +269,26 @@ _prestarted: list = []
 
 def _prestart_pool(executable: LazyExecutable) -> None:
     """The compile workers of the first module with several baseline units to compile
-    together (an executable's kernels) start while it loads: once per process."""
+    together (an executable's kernels) start while it loads: once per process, and not
+    when the store has code for them all (a warm load: the workers would only take the
+    cores from it)."""
     if _prestarted or compile_pool.processes() < 2:
         return
     looped = [u for u in executable.units if u.ordinals[0] not in executable.interpreted and
               executable.builder._loops(u)]
-    if len(looped) < 2:
+    if len(looped) < 2 or (executable.backend.use_cache and all(_stored(executable, u) for u in looped)):
         return
     options = executable.options(looped[0], "baseline")
     _prestarted.append(True)
     compile_pool.prestart(compile_pool.processes(), executable.backend.target, options["speed"], options["codegen"],
                           options.get("slp", True))
+
+
+def _stored(executable: LazyExecutable, unit) -> bool:
+    """Whether the store has code of `unit` at a tier a first call would take (lazy._compile)."""
+    full = executable.builder.known_full()  # None: its key would need the vector math probe
+    tiers = [executable.options(unit, "baseline")] + ([full] if full is not None else [])
+    return any(store.contains(executable.builder.key(unit, options)) for options in tiers)
 
 
 class TierUp:

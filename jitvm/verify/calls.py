@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..frontend import isa
 from ..frontend.cconv import CallingConvention, Span
-from ..frontend.disasm import IMPORT_BIT
+from ..frontend.isa import IMPORT_BIT
 from .model import CallSite
 from .registers import BANK_OF_CODE, check_register
 

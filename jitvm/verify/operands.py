@@ -9,7 +9,7 @@ return values) are left to `calls`, which owns them through `OWNED_FIELDS`.
 from __future__ import annotations
 
 from ..frontend import isa
-from ..frontend.disasm import IMPORT_BIT
+from ..frontend.isa import IMPORT_BIT
 from .calls import OWNED_FIELDS
 from .registers import check_register
 

@@ -9,7 +9,6 @@ the rule with `jitvm dump` or iree-dump-module:
 from __future__ import annotations
 
 from ..errors import Error, VerifyError
-from ..frontend.disasm import Names, Renderer, block_starts
 from ..frontend.module import BytecodeModule
 
 
@@ -46,6 +45,8 @@ class FunctionSite:
         return VerifyError(text)
 
     def render(self, ins) -> str:
+        from ..frontend.disasm import Names, Renderer, block_starts  # only when a message needs it
+
         try:
             starts = block_starts(self.instructions or ())
             return Renderer(Names.of(self.module), starts).instruction(ins)

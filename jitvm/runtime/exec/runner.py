@@ -157,7 +157,7 @@ class NativeDispatchRunner:
 
     def prepare(self, steps: list[PreparedDispatch | PreparedLibraryDispatch | PreparedFill]) -> replay.Sequence | None:
         """The dispatches and fills as one native sequence, or None if a dispatch is not native."""
-        compile_together(d.entry for d in steps if isinstance(d, PreparedDispatch))
+        compile_together((d.entry, d.workgroup_count) for d in steps if isinstance(d, PreparedDispatch))
         targets = [self._native_target(d.entry) if isinstance(d, PreparedDispatch) else None for d in steps]
         if any(t is None for d, t in zip(steps, targets) if isinstance(d, PreparedDispatch)):
             return None
@@ -182,17 +182,20 @@ class NativeDispatchRunner:
             raise failure(seq)
 
 
-def compile_together(entries) -> None:
-    """Entries a lazily compiled executable has not compiled yet, compiled in one go (side
-    by side on the compile pool) rather than one by one as the sequence meets them."""
+def compile_together(dispatches) -> None:
+    """The entries of (entry, workgroup count) dispatches a lazily compiled executable has not
+    compiled yet, compiled in one go (side by side on the compile pool) rather than one by one
+    as the sequence meets them; with how many workgroups each runs per run of the sequence
+    (which code is worth the full tier at once: lower.lazy)."""
     by_executable: dict[int, tuple] = {}
-    for entry in entries:
+    for entry, count in dispatches:
         instance = getattr(entry, "instance", None)
         ensure = getattr(instance.loaded.executable, "ensure_compiled", None) if instance is not None else None
         if ensure is not None:
-            by_executable.setdefault(id(instance.loaded.executable), (ensure, []))[1].append(entry.ordinal)
-    for ensure, ordinals in by_executable.values():
-        ensure(ordinals)
+            workgroups = by_executable.setdefault(id(instance.loaded.executable), (ensure, {}))[1]
+            workgroups[entry.ordinal] = workgroups.get(entry.ordinal, 0) + count[0] * count[1] * count[2]
+    for ensure, workgroups in by_executable.values():
+        ensure(list(workgroups), workgroups)
 
 
 def failure(seq: replay.Sequence) -> BaseException:

@@ -67,6 +67,13 @@ def load(k: str) -> tuple[list[bytes], dict] | None:
     return objects, meta
 
 
+def contains(k: str) -> bool:
+    """Whether the store (a bundle in use or the directory) has an entry `k`: a hint for
+    what to prepare (not read, so not checked; `load` reads and checks)."""
+    return any(bundle.entry(k) is not None for bundle in _bundles) or \
+        (cache_dir() / k[:2] / k / "meta.json").exists()
+
+
 def intact(objects: list[bytes], meta: dict) -> bool:
     """Whether `objects` are what `meta` says was stored (format, sizes, sha256 digests)."""
     return meta.get("format") == FORMAT and [len(o) for o in objects] == meta.get("sizes") and \

@@ -22,7 +22,6 @@ import tempfile
 from ....errors import FormatError, UnsupportedError
 from ...exec.library import DISPATCH_FLAG_SEQUENTIAL, LibraryDispatch, LibraryEntry
 from ...exec.runner import shared_runner
-from . import elf as elf_loader
 from .errors import hal_error
 from .executable import EntryPoint, HalExecutable
 from .library import Library, check_constants
@@ -73,6 +72,8 @@ class LibraryExecutable(HalExecutable):
 
 
 def load_embedded(data: bytes, constants: bytes | None, origin: str) -> Library:
+    from . import elf as elf_loader  # the ELF reader only for programs with llvm-cpu executables
+
     parsed = elf_loader.read_elf(data, origin)
     image = elf_loader.load(parsed)
     try:
@@ -100,6 +101,8 @@ def system_library_bytes(data: bytes, origin: str) -> bytes:
 
 
 def load_system(data: bytes, constants: bytes | None, origin: str) -> Library:
+    from . import elf as elf_loader  # the ELF reader only for programs with llvm-cpu executables
+
     lib_bytes = system_library_bytes(bytes(data), origin)
     parsed = elf_loader.read_elf(lib_bytes, origin, need_dynamic=False)
     host = elf_loader.host_machine()
