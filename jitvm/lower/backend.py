@@ -18,7 +18,6 @@ from . import handoff
 from .executable import STATS, JitExecutable, _Progress
 from .lazy import LazyExecutable
 from .llvm import cache, compile_pool, compiler, loader, vector_math
-from .module import ModuleLowering
 from .unit_build import LOOP_STEPS
 from .units import call_components
 
@@ -101,6 +100,7 @@ class JitBackend:
             if self.progress else None
         steps = {n: options[n] for n in LOOP_STEPS if n in options}
         lowered = []
+        from .module import ModuleLowering  # the lowering (emit, loops) only when something compiles
 
         def texts():  # lowered one group at a time, while the workers compile the previous ones
             for i, group in enumerate(groups):

@@ -16,6 +16,7 @@ from ..verify.model import VerifiedModule
 from .emit.emitter import Emitter
 from .emit.types import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, LoweringError, function_symbol, offset_of
 from .loops.versioning import NestVersioning
+from .type_table import type_table_symbol
 
 _CTYPE_TO_IR = {ctypes.c_void_p: PTR, ctypes.c_int32: I32, ctypes.c_uint32: I32, ctypes.c_int64: I64,
                 ctypes.c_uint64: I64, ctypes.c_float: F32, ctypes.c_double: F64, None: VOID}
@@ -30,15 +31,6 @@ _MATH_TO_IR = {"f32": F32, "f64": F64, "i32": I32, "i64": I64, "long": I64, "llo
 # load 5-11), 256 -> 512 bits with 4 x 16 register blocking: matmul 512 5.18 -> 4.16 ms, 3x3 conv
 # 4.05 -> 3.11 ms, 1x1 conv 1.67 -> 1.28 ms, MLP 2.71 -> 2.23 ms, ResNet-50-style 64x64 39.6 -> 30.4 ms.
 WIDE_VECTORS_ATTRIBUTE = '"prefer-vector-width"="512"'
-
-
-def type_table_symbol(key: str) -> str:
-    return f"jv_{key}_typeids"
-
-
-def runtime_type_ids(verified: VerifiedModule) -> list[int]:
-    """The values of a module's type table in this process (runtime.vm.objects.checked_type_id)."""
-    return [checked_type_id(t) for t in verified.types]
 
 
 @dataclass
