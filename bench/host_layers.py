@@ -21,6 +21,7 @@ ctypes crossing is subtracted where a measurement adds one (and one per result r
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 
@@ -43,8 +44,9 @@ def _segments(module) -> list:
     return found
 
 
-def layers(fn, inputs, rounds: int, batch: int) -> dict[str, float]:
-    """Median seconds per call of each layer of `fn` (a jitvm.api.Function) on `inputs`."""
+def layers(fn, inputs, rounds: int, batch: int, clock=time.perf_counter, warm_up: int = 20) -> dict[str, float]:
+    """Median seconds per call of each layer of `fn` (a jitvm.api.Function) on `inputs`, timed
+    by `clock` (bench.alternate)."""
     from jitvm.api import marshal
     from jitvm.runtime.exec.nativecode import native
     from jitvm.runtime.modules.hal import types as t
@@ -101,7 +103,7 @@ def layers(fn, inputs, rounds: int, batch: int) -> dict[str, float]:
 
     ways = {"api": lambda: fn(*inputs), "native": native_call, "vm": vm_function, "dispatches": dispatches,
             "floor": floor}
-    out = alternating_medians(ways, (), rounds, batch, warm_up=20)
+    out = alternating_medians(ways, (), rounds, batch, warm_up=warm_up, clock=clock)
     out["replays"] = len(replicas)
     out["results"] = m
     return out

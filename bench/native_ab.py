@@ -5,9 +5,9 @@ threads, no slower than llvm-cpu on local-task. On a shared machine wall time co
 neighbours, the CPU time of a one-thread call much less: the one-thread ways are timed in
 CPU time (time.process_time), the threaded ways in wall time (a pool's CPU time would add
 every thread's). All four load in one process and run in alternating rounds (reversed
-every other round); medians. The JIT's output is checked bit for bit against IREE's VMVX
-interpreter when `--check` is given (slow for the big CNNs: their interpreter calls take
-25-110 s).
+every other round); medians. The JIT compiles at the first call with the full pipeline
+(tier "full"). Its output is checked bit for bit against IREE's VMVX interpreter when
+`--check` is given (slow for the big CNNs: their interpreter calls take 25-110 s).
 
     python -m bench.native_ab --suite exported --models efficientnet_lite0 resnet50_zoo --rounds 7
 """
@@ -75,9 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         vmvx = str(compile_model(spec, "vmvx", log=lambda *a: None))
         native = str(compile_model(spec, "llvm-cpu", log=lambda *a: None))
         fns = {"sync": getattr(ireert.load_vm_flatbuffer_file(native, driver="local-sync"), spec.function),
-               "jit1": jitvm.load(vmvx, threads=1).function(spec.function),
+               "jit1": jitvm.load(vmvx, threads=1, tier="full").function(spec.function),
                "task": getattr(ireert.load_vm_flatbuffer_file(native, driver="local-task"), spec.function),
-               "jitn": jitvm.load(vmvx, threads=t).function(spec.function)}
+               "jitn": jitvm.load(vmvx, threads=t, tier="full").function(spec.function)}
         ways = {k: (lambda fn: lambda *a: _flat(fn(*a)))(fn) for k, fn in fns.items()}
         if args.check:
             interp = getattr(ireert.load_vm_flatbuffer_file(vmvx, driver="local-sync"), spec.function)

@@ -129,8 +129,8 @@ class CallPlan:
         self.struct.what = ctypes.cast(ctypes.c_char_p(self._what), ctypes.c_void_p).value
         self.address = ctypes.addressof(self.struct)
         self._slots = self.input_count + 2 * self.output_count
-        self._io = ctypes.c_uint64 * (self._slots + _TRAP_WORDS)
-        self.io_words = self._slots + _TRAP_WORDS
+        self.io_words = self._slots + _TRAP_WORDS  # jv_invoke's io array: slots, then the trap record
+        self._io = ctypes.c_uint64 * self.io_words
         self._all_tensors = not self._scalars
         self.direct = self._direct_call()
 

@@ -135,6 +135,9 @@ class Nest:
     # divisions, lower.loops.delinearise): pure for the jam, whatever their op.
     pure: frozenset = frozenset()
     jam_factor: int | None = None  # at most this many iterations jammed (lower.loops.jam)
+    # Smaller groups, largest first, that the jammed loop's remainder runs in before its
+    # plain loop (lower.loops.jam.JamPlan.then).
+    jam_then: tuple = ()
     # Whether the jam may take a loop whose stored elements move in its inner loops, when the
     # jammed copies' elements are provably disjoint (lower.loops.jam._inner_lattice).
     disjoint_stores: bool = False

@@ -7,6 +7,8 @@ the affine form, and run jammed (lower.loops.jam) when the stored buffers are ap
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...frontend.decode import Reg
 from . import jam, pack
 from .guard import proven_index
@@ -34,6 +36,7 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
     if p_jammed:
         rem_header = e.block_override[plan.loop.header]
         jam_header = fn.append_basic_block(f"bb{plan.loop.header}_jam")
+        then_headers = [fn.append_basic_block(f"bb{plan.loop.header}_jam{f}") for f in plan.then]
         e.block_override[plan.loop.header] = jam_header  # P is entered jammed
     if outer is not None:
         q_rem_header = e.block_override[outer.loop.header]
@@ -74,7 +77,10 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
         keys += [(r, None) for r in plan.widest_others]
         e.alias = e.mod.module.alias_scopes(keys)
         if p_jammed:
-            jam.emit(e, plan, jam_header, rem_header, apart)
+            # groups of plan.factor, then of each smaller factor in turn, then P's plain loop
+            headers = [jam_header, *then_headers, rem_header]
+            for i, factor in enumerate((plan.factor, *plan.then)):
+                jam.emit(e, replace(plan, factor=factor), headers[i], headers[i + 1], apart)
         if outer is not None:
             e.repacked = repacked
             jam.emit_outer(e, plan, q_header, q_rem_header, blocked_apart)

@@ -57,6 +57,9 @@ class JamPlan:
     others: tuple[int, ...]  # ref registers of the other buffers P accesses
     factor: int = FACTOR
     outer: "OuterJam | None" = None  # P's parent jammed too, when it qualifies
+    # Smaller groups P's remaining iterations run in, largest first, before P's plain loop
+    # takes what is left (Nest.jam_then: a delinearised chunk's rows of 64 or 48 columns).
+    then: tuple[int, ...] = ()
 
     @property
     def widest(self) -> range:
@@ -148,17 +151,17 @@ STRIDED_FACTOR, STRIDED_INNER = 4, 2
 # Taken where P's trip count is a multiple of it and the copies stay within the same budget
 # per copy, else the blocking stays 4 x 16.
 OUTER_INNER_WIDE = 32
+# A Q whose known trip count is no multiple of the factor runs whole when its copies stay
+# within this many: ResNet-50's (ONNX zoo) 3x3 conv 512x7x7x512, one thread, CPU time,
+# 13.6 -> 9.7 ms with 7 x 7 instead of 4 x 7 and 3 rows jammed alone, EfficientNet-Lite0's
+# 1x1 conv 1152x7x7x192 0.75 -> 0.49 ms; 14 x 14 rows as 7 x 14 ran 0.73x (stays 4 x 14).
+OUTER_COPIES = OUTER_FACTOR * OUTER_INNER
 # The same instructions per copy as 4 x 16 within OUTER_BUDGET. It costs compile time: CPU time
 # of compiling ResNet-50-style 64x64 10.1 s at 4 x 16 (both 512-bit), 15.5 s at 4 x 32 with this
 # budget, 11.2 s with OUTER_BUDGET (then only regions of up to 32 instructions get 4 x 32, and
 # its convolutions run as at 4 x 16: 27.1 ms instead of 24.4 ms); MiniLM-L6 3.7 / 5.2 / 3.9 s
 # of compile for 54.5 / 50.5 / 54.6 ms a call (one thread, load 6-7).
 OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
-# A Q whose known trip count is no multiple of the factor runs whole when its copies stay
-# within this many: ResNet-50's (ONNX zoo) 3x3 conv 512x7x7x512, one thread, CPU time,
-# 13.6 -> 9.7 ms with 7 x 7 instead of 4 x 7 and 3 rows jammed alone, EfficientNet-Lite0's
-# 1x1 conv 1152x7x7x192 0.75 -> 0.49 ms; 14 x 14 rows as 7 x 14 ran 0.73x (stays 4 x 14).
-OUTER_COPIES = OUTER_FACTOR * OUTER_INNER
 
 
 def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack: bool = False) -> OuterJam | None:
@@ -297,6 +300,8 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
         if element is None:
             return None
         c = element.coeff(loop.id)
+        if c[0] == "reg" and nest.disjoint_stores and loop.parent is None and constant_value(vf, c):
+            c = ("const", constant_value(vf, c))  # a chunk over channels: see _CHANNEL_CHUNKS
         if c[0] != "const" or c[1] == 0:
             return None  # must move with P
         if any(element.coeff(i) != ZERO for i in inner):
@@ -321,7 +326,18 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
             factor //= 2
     if factor < 2:
         return None
-    return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, factor)
+    then = tuple(f for f in nest.jam_then if 2 <= f < factor)  # each within the lattice, as factor is
+    return JamPlan(loop, region, frozenset(renamed), tuple(sorted(stored)), others, factor, then=then)
+
+
+# _CHANNEL_CHUNKS: a delinearised chunk (lower.loops.delinearise) may walk channels, as IREE
+# tiles some depthwise convolutions channel innermost (EfficientNet-Lite0's, from ONNX): its
+# accumulator moves by a channel plane per iteration, a stride held in an entry-block
+# constant register. Jammed like a chunk over columns (16 chains instead of one; the loads
+# stay strided): one thread, CPU time, its 5x5 and 3x3 depthwise convs 1.19-1.40x faster
+# (56x56x96x3x3 2.31 -> 1.65 ms), the model 45.8 -> 42.6 ms (load 11). Only the chunk's own
+# loop: the same rule on the channel loop inside a chunk over columns slowed the stem's
+# 112x112x32 3x3 conv 0.84x.
 
 
 def _inner_lattice(vf, nest: Nest, element, inner) -> int | None:
