@@ -162,3 +162,115 @@ def test_rows_that_share_elements_are_not_blocked(stride, blocked):
                                                     VmBuffer.from_bytes(b.tobytes()), m, n, K])
         got[name] = dst.tobytes()
     assert got["jit"] == got["interp"]
+
+
+# @conv(out, in, w, C, K): out[c*PLANE + h*W + w] += in[k*H*W + h*W + w] * wt[c*K + k]: a 1x1
+# NCHW convolution's nest (channels, rows, columns, reduction), rows W = 14 columns wide.
+NCHW = """
+vm.module @nchw version 0
+vm.export @conv
+vm.func @conv(%r0: !vm.buffer, %r1: !vm.buffer, %r2: !vm.buffer, %i0: i32, %i1: i32) -> () {{
+^bb0:
+  %i4:5 = vm.ext.i32.i64.s %i0
+  %i6:7 = vm.ext.i32.i64.s %i1
+  %i8:9 = vm.const.i64 {rows}
+  %i10:11 = vm.const.i64 14
+  %i12:13 = vm.const.i64 {plane}
+  %i14:15 = vm.const.i64 {image}
+  %i16:17 = vm.const.i64.zero
+  %i18:19 = vm.const.i64 1
+  vm.br ^bb1(%i16->%i20, %i17->%i21)
+^bb1:
+  %i3 = vm.cmp.lt.i64.s %i20:21, %i4:5
+  vm.cond_br %i3, ^bb2(), ^bb11()
+^bb2:
+  %i22:23 = vm.mul.i64 %i20:21, %i12:13
+  %i24:25 = vm.mul.i64 %i20:21, %i6:7
+  vm.br ^bb3(%i16->%i26, %i17->%i27)
+^bb3:
+  %i3 = vm.cmp.lt.i64.s %i26:27, %i8:9
+  vm.cond_br %i3, ^bb4(), ^bb10()
+^bb4:
+  %i28:29 = vm.fma.i64 %i26:27, %i10:11, %i22:23
+  %i30:31 = vm.mul.i64 %i26:27, %i10:11
+  vm.br ^bb5(%i16->%i32, %i17->%i33)
+^bb5:
+  %i3 = vm.cmp.lt.i64.s %i32:33, %i10:11
+  vm.cond_br %i3, ^bb6(), ^bb9()
+^bb6:
+  %i34:35 = vm.add.i64 %i28:29, %i32:33
+  %i36:37 = vm.add.i64 %i30:31, %i32:33
+  vm.br ^bb7(%i16->%i38, %i17->%i39)
+^bb7:
+  %i3 = vm.cmp.lt.i64.s %i38:39, %i6:7
+  vm.cond_br %i3, ^bb8(), ^bb12()
+^bb8:
+  %i40:41 = vm.fma.i64 %i38:39, %i14:15, %i36:37
+  %i42 = vm.buffer.load.f32 %r1, %i40:41
+  %i44:45 = vm.add.i64 %i24:25, %i38:39
+  %i43 = vm.buffer.load.f32 %r2, %i44:45
+  %i46 = vm.buffer.load.f32 %r0, %i34:35
+  %i46 = vm.fma.f32 %i42, %i43, %i46
+  vm.buffer.store.f32 %i46, %r0, %i34:35
+  %i38:39 = vm.add.i64 %i38:39, %i18:19
+  vm.br ^bb7()
+^bb12:
+  %i32:33 = vm.add.i64 %i32:33, %i18:19
+  vm.br ^bb5()
+^bb9:
+  %i26:27 = vm.add.i64 %i26:27, %i18:19
+  vm.br ^bb3()
+^bb10:
+  %i20:21 = vm.add.i64 %i20:21, %i18:19
+  vm.br ^bb1()
+^bb11:
+  vm.return
+}}
+"""
+ROWS = 3
+
+
+def _nchw(plane: int) -> str:
+    return NCHW.format(rows=ROWS, plane=plane, image=ROWS * 14)
+
+
+@pytest.mark.parametrize("strides, injective", [
+    ([(196, None), (14, 14), (1, 14)], True), ([(42, 8), (14, 3), (1, 14)], True),
+    ([(30, None), (14, 3), (1, 14)], False), ([(14, 3), (1, 14), (1, 3)], False), ([(5, None), (1, None)], False),
+])
+def test_injective_strides(strides, injective):
+    assert jam._injective(strides) is injective
+
+
+@pytest.mark.parametrize("plane, through", [(ROWS * 14, True), (ROWS * 14 + 5, True), (20, False)])
+def test_a_row_is_blocked_over_the_channels_around_its_image(plane, through):
+    """Q is the channel loop, two levels up (jam._prefer_through): each input row serves 4
+    channels. Planes closer than an image (20 < 3 x 14) would share elements across
+    channels: not blocked then (3 rows are too few to block the rows instead)."""
+    vf = verify_module(load_module(assemble(_nchw(plane), "<nchw>"))).functions[0]
+    (nest,) = find_nests(vf)
+    plan = jam.plan(vf, nest)
+    assert plan.loop.id == 2 and plan.factor == 14
+    outer = plan.outer and (plan.outer.loop.id, plan.outer.factor, plan.outer.inner)
+    assert outer == ((0, jam.OUTER_FACTOR, 14) if through else None)
+
+
+@pytest.mark.parametrize("plane", [ROWS * 14, 20])
+@pytest.mark.parametrize("channels", [1, 3, 4, 5, 8, 9])
+@pytest.mark.parametrize("overlap", [False, True], ids=["apart", "output is the input"])
+def test_channel_blocking_agrees_with_the_interpreter(plane, channels, overlap):
+    from jitvm.runtime.vm.objects import VmBuffer
+
+    vmfb = assemble(_nchw(plane), "<nchw>")
+    rng = np.random.default_rng(channels * plane)
+    image = ROWS * 14
+    x = rng.standard_normal(K * image).astype(np.float32)
+    wt = rng.standard_normal(channels * K).astype(np.float32)
+    start = rng.standard_normal(max(plane * (channels - 1) + image, K * image)).astype(np.float32)
+    got = {}
+    for name, be in (("jit", JitBackend(use_cache=False, progress=False, threads=1)), ("interp", InterpreterBackend())):
+        dst = VmBuffer.from_bytes(start.tobytes())
+        src = dst if overlap else VmBuffer.from_bytes(x.tobytes())
+        instantiate(vmfb, be)[1].lookup("conv").call([dst, src, VmBuffer.from_bytes(wt.tobytes()), channels, K])
+        got[name] = dst.tobytes()
+    assert got["jit"] == got["interp"]
