@@ -2,7 +2,8 @@
 
 Each layer is timed on its own, in alternating batches (bench.alternate), from the outside in:
 
-- the API call: `fn(*arrays)`, numpy in and out;
+- the API call: `fn(*arrays)`, numpy in and out (through the function's native entry,
+  jitvm.api.entry, when it has one: then no Python runs on the call's path);
 - the native call alone (jitvm.api.plan's jv_invoke on a ready slot array): argument
   checks, input copies into new device buffers, the VM function, the results' hand-over;
 - the VM function alone, with input views made beforehand: compiled host code and the
@@ -11,8 +12,9 @@ Each layer is timed on its own, in alternating batches (bench.alternate), from t
   run natively (thread choice, binding views, kernels);
 - one ctypes call of an empty native function: the floor of any crossing from Python.
 
-The table gives the differences: what the Python API adds around the native call (the
-slot array, the result arrays), native marshalling, host code and HAL, dispatches. A
+The table gives the differences: what the API adds around the native call (the native
+entry's argument vector and result arrays, or Python's slot array and result arrays without
+one), native marshalling, host code and HAL, dispatches. A
 ctypes crossing is subtracted where a measurement adds one (and one per result released).
 """
 
@@ -109,7 +111,7 @@ def layers(fn, inputs, rounds: int, batch: int) -> dict[str, float]:
 # (the same), E dispatches (+1 crossing per replay), F one crossing; the rows add up to A.
 ROWS = [
     ("API call (numpy in, numpy out)", lambda x: x["api"]),
-    ("  Python around the native call (slot array, one crossing, result arrays)",
+    ("  around the native call (the entry's, or Python's: arguments in, result arrays out)",
      lambda x: x["api"] - x["native"] + (1 + x["results"]) * x["floor"]),
     ("  native marshalling (checks, input copies, hand-over)", lambda x: x["native"] - x["vm"]),
     ("  host code and native HAL (fences, allocation, queue)",

@@ -17,7 +17,8 @@ from .executable import STATS
 from .llvm import cache, compiler
 
 LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-              "parallel_loops", "vector_math", "chunk_loops")
+              "parallel_loops", "vector_math", "chunk_loops", "wide_vectors",
+              "scope_buffers", "pack_operands")
 
 
 class Unit:
@@ -74,7 +75,7 @@ class UnitBuilder:
             # lowering them takes 3x longer, and LLVM more than that; libm calls stay plain (no
             # vectoriser at this speed to use vector forms)
             return {"speed": compiler.BASELINE, "codegen": 0, **self.loop_steps, "jam_loops": False,
-                    "vector_math": False}
+                    "vector_math": False, "scope_buffers": False}
         return {"speed": 1, "codegen": 0}
 
     def one_tier(self, unit: Unit) -> bool:
