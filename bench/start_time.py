@@ -13,7 +13,9 @@ long it took; --no-detached turns it off, as JITVM_DETACHED_TIER_UP=0 does). Med
 --repeats processes; the load average is printed, since compilation time grows with it.
 Children write and use .pyc files as an installed jitvm does (jitvm's sources are compiled
 first, PYTHONDONTWRITEBYTECODE removed from their environment); --dont-write-bytecode sets
-it instead, so every process compiles jitvm's Python sources again (0.4-0.5 s here).
+it and points PYTHONPYCACHEPREFIX at an empty directory instead, so every process compiles
+the Python sources it imports again (jitvm's: 0.4-0.5 s here; numpy's import is not in the
+figures).
 
     python -m bench.start_time                     # tiny, the bundled CNN, ResNet-50-style 64
     python -m bench.start_time --models resnet224 minilm_l6 efficientnet_lite0 --ways cold
@@ -85,12 +87,13 @@ def _specs() -> dict[str, tuple[str, str, object]]:
     }
 
 
-def _environment(dont_write_bytecode: bool) -> dict[str, str]:
+def _environment(dont_write_bytecode: bool, empty: Path) -> dict[str, str]:
     """The children's environment: .pyc files written and used (an installed jitvm's are
     compiled at install), or none (PYTHONDONTWRITEBYTECODE, every process compiles)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if dont_write_bytecode:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
+    if dont_write_bytecode:  # and no .pyc read either: they are looked for in an empty directory
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTHONPYCACHEPREFIX"] = str(empty)
     else:
         package = Path(__file__).resolve().parents[1] / "jitvm"
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], env=env, check=True)
@@ -127,7 +130,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     specs = _specs()
     chosen = args.models or ["tiny", "cnn", "resnet64"]
-    env = _environment(args.dont_write_bytecode)
     print(f"load average {os.getloadavg()[0]:.2f} (1 min); medians of {args.repeats} fresh processes; tier {args.tier}")
     if args.dont_write_bytecode:
         print("note: PYTHONDONTWRITEBYTECODE is set, so every process compiles jitvm's Python sources again "
@@ -136,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory(prefix="jitvm-start-") as tmp:
         work = Path(tmp)
+        env = _environment(args.dont_write_bytecode, work / "no-pyc")
         for name in chosen:
             vmfb_fn, function, inputs_fn = specs[name]
             job = {"vmfb": vmfb_fn(), "function": function, "inputs": str(work / f"{name}.npz"), "tier": args.tier,
