@@ -2,7 +2,8 @@
 
 Each layer is timed on its own, in alternating batches (bench.alternate), from the outside in:
 
-- the API call: `fn(*arrays)`, numpy in and out;
+- the API call: `fn(*arrays)`, numpy in and out (through the function's native entry,
+  jitvm.api.entry, when it has one: then no Python runs on the call's path);
 - the native call alone (jitvm.api.plan's jv_invoke on a ready slot array): argument
   checks, input copies into new device buffers, the VM function, the results' hand-over;
 - the VM function alone, with input views made beforehand: compiled host code and the
@@ -11,14 +12,16 @@ Each layer is timed on its own, in alternating batches (bench.alternate), from t
   run natively (thread choice, binding views, kernels);
 - one ctypes call of an empty native function: the floor of any crossing from Python.
 
-The table gives the differences: what the Python API adds around the native call (the
-slot array, the result arrays), native marshalling, host code and HAL, dispatches. A
+The table gives the differences: what the API adds around the native call (the native
+entry's argument vector and result arrays, or Python's slot array and result arrays without
+one), native marshalling, host code and HAL, dispatches. A
 ctypes crossing is subtracted where a measurement adds one (and one per result released).
 """
 
 from __future__ import annotations
 
 import ctypes
+import time
 
 import numpy as np
 
@@ -41,8 +44,9 @@ def _segments(module) -> list:
     return found
 
 
-def layers(fn, inputs, rounds: int, batch: int) -> dict[str, float]:
-    """Median seconds per call of each layer of `fn` (a jitvm.api.Function) on `inputs`."""
+def layers(fn, inputs, rounds: int, batch: int, clock=time.perf_counter, warm_up: int = 20) -> dict[str, float]:
+    """Median seconds per call of each layer of `fn` (a jitvm.api.Function) on `inputs`, timed
+    by `clock` (bench.alternate)."""
     from jitvm.api import marshal
     from jitvm.runtime.exec.nativecode import native
     from jitvm.runtime.modules.hal import types as t
@@ -99,7 +103,7 @@ def layers(fn, inputs, rounds: int, batch: int) -> dict[str, float]:
 
     ways = {"api": lambda: fn(*inputs), "native": native_call, "vm": vm_function, "dispatches": dispatches,
             "floor": floor}
-    out = alternating_medians(ways, (), rounds, batch, warm_up=20)
+    out = alternating_medians(ways, (), rounds, batch, warm_up=warm_up, clock=clock)
     out["replays"] = len(replicas)
     out["results"] = m
     return out
@@ -109,7 +113,7 @@ def layers(fn, inputs, rounds: int, batch: int) -> dict[str, float]:
 # (the same), E dispatches (+1 crossing per replay), F one crossing; the rows add up to A.
 ROWS = [
     ("API call (numpy in, numpy out)", lambda x: x["api"]),
-    ("  Python around the native call (slot array, one crossing, result arrays)",
+    ("  around the native call (the entry's, or Python's: arguments in, result arrays out)",
      lambda x: x["api"] - x["native"] + (1 + x["results"]) * x["floor"]),
     ("  native marshalling (checks, input copies, hand-over)", lambda x: x["native"] - x["vm"]),
     ("  host code and native HAL (fences, allocation, queue)",

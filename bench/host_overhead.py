@@ -15,6 +15,7 @@ FunctionInvoker and DeviceArray, local-sync), each result taken to numpy as IREE
     python -m bench.host_overhead --models add4 --rounds 400 --batch 5
     python -m bench.host_overhead --layers                # and where jitvm's microseconds go (bench.host_layers)
     python -m bench.host_overhead --llvm-cpu --layers --models softmax32x512 dwconv3x3_56x56x64_bias_relu
+    python -m bench.host_overhead --llvm-cpu --ctypes-plan  # and the call before the native entry, alternating
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from bench.models import ops
 
 
 LLVM_SYNC, LLVM_JIT1 = "iree.runtime llvm-cpu local-sync", "jitvm llvm-cpu (1 thr)"
+LLVM_JIT1_CTYPES = "jitvm llvm-cpu (1 thr, ctypes plan)"
 
 
 def _add4() -> ModelSpec:
@@ -81,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=5, help="calls per batch")
     p.add_argument("--llvm-cpu", action="store_true", help="also time IREE's llvm-cpu build (IREE and jitvm)")
     p.add_argument("--layers", action="store_true", help="also profile jitvm's call layer by layer")
+    p.add_argument("--ctypes-plan", action="store_true",
+                   help="with --llvm-cpu, also time jitvm's 1-thread call through the plan's ctypes call "
+                        "(CallPlan.direct, the path before the native entry)")
     args = p.parse_args(argv)
     chosen = models()
     if args.models:
@@ -89,9 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     threads = os.cpu_count() or 1
     native_cols = [LLVM_SYNC, LLVM_JIT1, f"iree.runtime llvm-cpu local-task ({threads} thr)",
                    f"jitvm llvm-cpu ({threads} thr)"]
-    cols = ["iree.runtime vmvx", "jitvm", "jitvm.runtime"] + (native_cols if args.llvm_cpu else [])
+    previous = args.llvm_cpu and args.ctypes_plan
+    cols = ["iree.runtime vmvx", "jitvm", "jitvm.runtime"] + (native_cols if args.llvm_cpu else []) + \
+        ([LLVM_JIT1_CTYPES] if previous else [])
     ratios = ["jitvm / iree vmvx"] + (["jitvm llvm-cpu 1 thr / local-sync", f"{threads} thr / local-task"]
-                                      if args.llvm_cpu else [])
+                                      if args.llvm_cpu else []) + (["ctypes plan 1 thr / local-sync"] if previous else [])
     print("| call | " + " | ".join(f"{c} us" for c in cols) + " | " + " | ".join(ratios) + " |")
     print("|---" * (len(cols) + len(ratios) + 1) + "|")
     profiles = []
@@ -114,7 +121,11 @@ def main(argv: list[str] | None = None) -> int:
                 fns[col] = getattr(ireert.load_vm_flatbuffer_file(native, driver=driver), spec.function)
             for col, n in zip(native_cols[1::2], (1, threads)):
                 fns[col] = jitvm.load(native, threads=n).function(spec.function)
-        same = {"iree.runtime vmvx": ("jitvm", "jitvm.runtime"), LLVM_SYNC: native_cols[1:] if args.llvm_cpu else ()}
+            if previous:
+                fns[LLVM_JIT1_CTYPES] = jitvm.load(native, threads=1).function(spec.function)
+                fns[LLVM_JIT1_CTYPES].native_entry = False  # set before the first call builds the plan
+        same = {"iree.runtime vmvx": ("jitvm", "jitvm.runtime"),
+                LLVM_SYNC: native_cols[1:] + ([LLVM_JIT1_CTYPES] if previous else []) if args.llvm_cpu else ()}
         for ref_way, ways in same.items():
             if ref_way not in fns:
                 continue
@@ -131,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.llvm_cpu:
             quotients += [medians[native_cols[1]] / medians[native_cols[0]],
                           medians[native_cols[3]] / medians[native_cols[2]]]
+        if previous:
+            quotients.append(medians[LLVM_JIT1_CTYPES] / medians[native_cols[0]])
         print(f"| {spec.name} | {row} | " + " | ".join(f"{q:.2f}" for q in quotients) + " |", flush=True)
         if args.layers:
             way = LLVM_JIT1 if args.llvm_cpu else "jitvm"

@@ -3,6 +3,7 @@ release at quiet points (runtime.native.memory; issue 22 item 5).
 
     python -m bench.peak_rss                               # the bundled CNN and resnet50_64
     python -m bench.peak_rss --models resnet50_64 --rounds 3
+    python -m bench.peak_rss --models minilm_l6 efficientnet_lite0   # exported (bench extra: torch)
 
 Each configuration runs in a fresh process (bench/measure.py; its peak is Linux's VmHWM):
 IREE on local-task with the module's own target (vmvx for the CNN, llvm-cpu and vmvx for
@@ -23,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.build import compile_model
+from bench.exported import exported_suite
 from bench.models import suite
 from bench.run import run_job
 
@@ -34,7 +36,8 @@ def _modules(name: str, resolution: int) -> tuple[dict[str, str], str, list[np.n
     if name == "cnn":
         x = np.random.default_rng(0).standard_normal((1, 28, 28, 1)).astype(np.float32)
         return {"vmvx": str(CNN)}, "predict", [x]
-    spec = suite(resolution)[name]
+    specs = suite(resolution)
+    spec = specs[name] if name in specs else exported_suite()[name]
     return ({t: str(compile_model(spec, t, log=lambda s: None)) for t in ("vmvx", "llvm-cpu")}, spec.function,
             spec.make_inputs(0))
 
@@ -71,7 +74,7 @@ def measure_model(name: str, rounds: int, resolution: int, work: Path) -> dict[s
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", nargs="*", default=["cnn", "resnet50_64"], help="cnn or suite model names")
+    p.add_argument("--models", nargs="*", default=["cnn", "resnet50_64"], help="cnn, suite or exported-suite model names")
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--resolution", type=int, default=64)
     args = p.parse_args(argv)

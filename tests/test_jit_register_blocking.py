@@ -92,3 +92,61 @@ def test_a_two_column_image_is_blocked_two_by_thirty_two_around_a_conv_window(co
             plans += [p for p in (jam.plan(vf, nest) for nest in find_nests(vf)) if p is not None]
     blocked = [(p.outer.factor, p.outer.inner) for p in plans if p.outer is not None]
     assert (jam.SMALL_Q, 32) in blocked, f"register-blocked nests: {blocked}"
+
+
+# --- 512-bit vectors (lower.module.WIDE_VECTORS_ATTRIBUTE, jam.OUTER_INNER_WIDE) ---------------
+
+def _plan_of(source: str, wide: bool):
+    vf = verify_module(load_module(assemble(source, "<blocked>"))).functions[0]
+    (nest,) = find_nests(vf)
+    return jam.plan(vf, nest, wide=wide)
+
+
+def test_wide_vectors_block_thirty_two_columns_where_they_divide_the_row():
+    """4 x 32 with 512-bit vectors when P's trip count is a multiple of 32; 48 columns (a
+    multiple of 16 only) and a transposed right-hand side keep their narrow blocking."""
+    for rows in (None, 8):
+        wide = _plan_of(matmul_vmasm(rows, 32, K, fused=False), wide=True)
+        assert (wide.outer.factor, wide.outer.inner) == (jam.OUTER_FACTOR, jam.OUTER_INNER_WIDE), rows
+        narrow = _plan_of(matmul_vmasm(rows, 32, K, fused=False), wide=False)
+        assert (narrow.outer.factor, narrow.outer.inner) == (jam.OUTER_FACTOR, jam.OUTER_INNER), rows
+        odd = _plan_of(matmul_vmasm(rows, 48, K, fused=False), wide=True)
+        assert (odd.outer.factor, odd.outer.inner) == (jam.OUTER_FACTOR, jam.OUTER_INNER), rows
+        strided = _plan_of(matmul_vmasm(rows, 32, K, fused=False, transposed_b=True), wide=True)
+        assert (strided.outer.factor, strided.outer.inner) == (jam.STRIDED_FACTOR, jam.STRIDED_INNER), rows
+    assert jam.OUTER_INNER_WIDE > jam.OUTER_INNER
+
+
+def test_wide_vectors_mark_the_code_of_blocked_nests_only():
+    """A function with a register-blocked nest asks LLVM for 512-bit vectors with
+    wide_vectors; one whose nest is jammed but not blocked (columns from the argument: no
+    constant trip count) never does."""
+    from jitvm.lower.module import WIDE_VECTORS_ATTRIBUTE, ModuleLowering
+
+    for source, blocked in ((_source(None), True), (matmul_vmasm(None, None, K, fused=False), False)):
+        verified = verify_module(load_module(assemble(source, "<blocked>")))
+        for wide in (False, True):
+            text = str(ModuleLowering(verified, "t", wide_vectors=wide).lower())
+            defines = [line for line in text.splitlines() if line.startswith("define") and "_f0" in line]
+            assert defines and all((WIDE_VECTORS_ATTRIBUTE in line) is (wide and blocked) for line in defines), \
+                (wide, blocked, defines)
+
+
+@pytest.fixture(scope="module", params=[None, 8], ids=["rows from the argument", "8 rows"])
+def wide_instances(request):
+    vmfb = assemble(matmul_vmasm(request.param, 64, K, fused=False), "<blocked>")
+    backends = (("wide", JitBackend(use_cache=False, progress=False, threads=1, loop_steps={"wide_vectors": True})),
+                ("interp", InterpreterBackend()))
+    return request.param, {name: instantiate(vmfb, be)[1] for name, be in backends}
+
+
+@pytest.mark.parametrize("m", [4, 5, 7, 9])
+@pytest.mark.parametrize("overlap", [False, True], ids=["apart", "output is the right-hand side"])
+def test_wide_blocked_rows_agree_with_the_interpreter(wide_instances, m, overlap):
+    """64 columns: two groups of 32 per row, rows 4 at a time and the rest alone."""
+    rows, backends = wide_instances
+    if rows is not None:
+        m = rows
+    out = {name: run_matmul(inst, m, 64, K, m, out_rows=max(m, K), overlap=overlap)
+           for name, inst in backends.items()}
+    assert out["wide"] == out["interp"]

@@ -10,7 +10,7 @@ import llvmlite.binding as llvm
 import pytest
 
 from jitvm.runtime.exec import fpu, nativecode
-from jitvm.api import plan
+from jitvm.api import entry, plan
 from jitvm.lower import lazy
 from jitvm.runtime.modules.hal import native as hal_native
 from jitvm.runtime.native import layout, template
@@ -25,6 +25,7 @@ VARIANTS = {
     "nativelib.x86_64": (lambda: nativelib.ir_text(False), None),
     "hal": (hal_native.ir_text, None),
     "call_plan": (plan.ir_text, None),
+    "call_entry": (entry.ir_text, None),
     "lazy_entries": (lambda: lazy.entries_ir("jv_test", 3), None),
     "fpu.none": (lambda: fpu.ir_text("riscv64"), None),
     **{f"fpu.{arch}": ((lambda a=arch: fpu.ir_text(a)), arch) for arch in fpu.FLUSH_BITS},

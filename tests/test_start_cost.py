@@ -5,6 +5,7 @@ costs a known amount: LLVM's bindings and the pipeline ~0.1 s, ml_dtypes 0.5-0.9
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +13,10 @@ from pathlib import Path
 CNN = Path(__file__).resolve().parents[1] / "jitvm" / "examples" / "cnn.vmfb"
 
 
-def _imported_after(code: str, names: list[str]) -> list[bool]:
+def _imported_after(code: str, names: list[str], env: dict | None = None) -> list[bool]:
     probe = f"import sys\n{code}\nprint(*[n in sys.modules for n in {names!r}])"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})}).stdout
     return [w == "True" for w in out.split()]
 
 
@@ -37,3 +39,28 @@ def test_bf16_and_f8_tables_fill_in_on_first_use():
             "import ml_dtypes\nassert t.ELEMENT_OF_NUMPY.get(np.dtype(ml_dtypes.bfloat16)) == t.MLIR_ELEMENT_TYPES['bf16']\n"
             "assert t.ELEMENT_OF_NUMPY.get(np.dtype('float32')) == t.MLIR_ELEMENT_TYPES['f32']")
     assert _imported_after(code, ["ml_dtypes"]) == [True]
+
+
+LOWERING = ["jitvm.lower.module", "jitvm.lower.emit", "jitvm.lower.loops"]
+
+
+def test_a_warm_load_imports_none_of_the_lowering(tmp_path):
+    """Code found in the store is loaded as it is: the lowering (per-op emitters, the loop
+    optimiser) is imported only by a process that compiles something."""
+    code = f"import numpy as np, jitvm\nm = jitvm.load({str(CNN)!r}, tier='baseline')\n" \
+           "m.predict(np.zeros((1, 28, 28, 1), np.float32))"
+    env = {"JITVM_CACHE_DIR": str(tmp_path)}
+    assert _imported_after(code, LOWERING, env) == [True, True, True]  # an empty store: compiled
+    assert _imported_after(code, LOWERING, env) == [False, False, False]  # found
+
+
+def test_run_once_code_is_compiled_to_python_once_per_store(tmp_path):
+    """The interpreter's Python for `__init` (generated with no process's addresses in it)
+    is compiled by the first process and read from the store by the next."""
+    code = f"import numpy as np, jitvm\nfrom jitvm.fallback_interp import codegen\n" \
+           f"m = jitvm.load({str(CNN)!r}, tier='baseline')\nprint(codegen.STATS['compiled'], codegen.STATS['cache_hits'])"
+    env = {**os.environ, "JITVM_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+            .stdout.split() for _ in range(2)]
+    assert runs[0][0] != "0" and runs[0][1] == "0"
+    assert runs[1] == ["0", runs[0][0]]

@@ -24,7 +24,7 @@ from ..runtime.native import bundle, cache, engine
 from ..runtime.native import target as targets
 from ..runtime.vm import nativelib
 from ..version import __version__
-from . import plan
+from . import entry
 
 
 def manifest_for(module) -> dict:
@@ -54,7 +54,7 @@ def _load_runtime_code() -> None:
     fpu.register_symbols()
     nativecode.native()
     hal_native.code()
-    plan.native_code()  # the call plan's, used from a reflected function's first call on
+    entry.native_code()  # the call plan's and its native entry's, used from a reflected function's first call on
 
 
 def open_bundle(path, module) -> bundle.Bundle:

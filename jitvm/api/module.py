@@ -13,6 +13,7 @@ from ..errors import ArgumentError, NotFoundError
 from ..runtime.modules.hal.fence import HalFence, wait_all
 from . import marshal
 from .declaration import Declaration, parse_declaration
+from .entry import native_entry
 from .plan import DECLINED, CallPlan
 
 
@@ -61,7 +62,9 @@ class Module:
     def __getattr__(self, name: str) -> "Function":
         if name.startswith("_"):
             raise AttributeError(name)
-        return self.function(name)
+        fn = self.function(name)
+        self.__dict__[name] = fn  # `m.name` from now on without Python (no attribute of the class has it)
+        return fn
 
     def __getitem__(self, name: str) -> "Function":
         return self.function(name)
@@ -80,6 +83,8 @@ class Module:
 class Function:
     """A callable export, marshalled by its reflection or else by its VM signature."""
 
+    native_entry = True  # whether a plan's call may become a native entry (False: CallPlan.direct; A/B tests)
+
     def __init__(self, module: Module, vm_function):
         self.module = module
         self.vm_function = vm_function
@@ -92,14 +97,25 @@ class Function:
         if self.declaration is not None and len(self.declaration.inputs) != expected:
             self.declaration = None  # a declaration that does not describe the VM signature is ignored
         self._plan: CallPlan | None = None  # the native call (jitvm.api.plan), built on the first call
-        # The plan's call (CallPlan.direct) once built; before, the call that builds it; None: no plan.
+        # The plan's call (CallPlan.direct) once built; before, the call that builds it; None: no
+        # plan, or the native entry calls the plan (then __call__ is what the entry declines).
         self._direct = self._first_call if self.declaration is not None else None
 
     def _first_call(self, args):
-        """Builds the plan (None when the native path cannot take this function), then calls."""
+        """Builds the plan (None when the native path cannot take this function), then calls.
+        With a native entry (jitvm.api.entry), the function becomes an instance of a class of
+        its own whose `__call__` is that builtin: `f(x)` then runs no Python at all."""
         self._plan = CallPlan.build(self)
         self._direct = self._plan.direct if self._plan is not None else None
-        return self._direct(args) if self._direct is not None else DECLINED
+        builtin = native_entry(self._plan, Function.__call__.__get__(self), self.name) \
+            if self._plan is not None and self.native_entry else None
+        if builtin is None:
+            return self._direct(args) if self._direct is not None else DECLINED
+        # What the builtin declines goes to Function.__call__, marshalled in Python at once.
+        self._direct = None
+        self.__class__ = type(type(self).__name__, (type(self),), {"__slots__": (), "__call__": builtin,
+                                                                 "__module__": __name__})
+        return builtin(*args)
 
     @property
     def reflected(self) -> bool:

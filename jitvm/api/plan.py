@@ -70,7 +70,7 @@ def native_code():
                 _invoke = False
                 return _invoke
             hal_native.code()  # the HAL functions jv_invoke calls
-            code = engine.jit_module(ir_text())
+            code = engine.jit_module(ir_text(), export=("jv_invoke",))  # jitvm.api.entry calls it
             _invoke = (code, code.function("jv_invoke", _INVOKE))
     return _invoke
 
@@ -129,9 +129,31 @@ class CallPlan:
         self.struct.what = ctypes.cast(ctypes.c_char_p(self._what), ctypes.c_void_p).value
         self.address = ctypes.addressof(self.struct)
         self._slots = self.input_count + 2 * self.output_count
-        self._io = ctypes.c_uint64 * (self._slots + _TRAP_WORDS)
+        self.io_words = self._slots + _TRAP_WORDS  # jv_invoke's io array: slots, then the trap record
+        self._io = ctypes.c_uint64 * self.io_words
         self._all_tensors = not self._scalars
-        self.direct = self._direct_call() if self._all_tensors and not raw_results else self.__call__
+        self.direct = self._direct_call()
+
+    @property
+    def result_kinds(self) -> list[tuple]:
+        """Per output: (VM code, dtype, static shape or None, its memory's ctypes type); the last
+        three None for a result that is not an array."""
+        return self._results
+
+    @property
+    def static_results(self) -> bool:
+        """Whether a call takes arrays only and gives arrays of static shapes (what
+        `direct` and jitvm.api.entry make without Python), at least one."""
+        return self._all_tensors and not self.raw_results and self.output_count > 0 and \
+            all(memory is not None for _, _, _, memory in self._results)
+
+    def complete(self, status: int, address: int):
+        """The call's results, or its trap raised, from jv_invoke's io array at `address`
+        (jitvm.api.entry's calls end here when not all their results were handed over)."""
+        io = self._io.from_address(address)
+        if status:
+            return self._failed(status, io)
+        return self._finish(io)
 
     def _tensor(self, value, d: ValueDecl, dtypes: list[np.dtype]) -> None:
         dims = (ctypes.c_int64 * max(1, len(d.shape)))(*[-1 if s is None else s for s in d.shape])
@@ -161,7 +183,9 @@ class CallPlan:
         invoke = native_code()
         if not invoke:
             return None
-        return cls(call, invoke, vm_function.native_entry(), hal.device.allocator.addr, raw_results)
+        plan = cls(call, invoke, vm_function.native_entry(), hal.device.allocator.addr, raw_results)
+        plan._alive = (vm_function, hal)  # what keeps the entry, its context and the allocator alive
+        return plan
 
     def __call__(self, args):
         """The call's result (one value, a tuple, None), or DECLINED (`direct` is the same, faster)."""
@@ -190,7 +214,7 @@ class CallPlan:
         a dynamic shape) takes `__call__`'s way, with its results and errors."""
         invoke, address, io_type = self._invoke[1], self.address, self._io
         n, m = self.input_count, self.output_count
-        if m == 0 or any(memory is None for _, _, _, memory in self._results):
+        if not self.static_results:
             return self.__call__
         arrays = [(dtype, shape, memory) for _, dtype, shape, memory in self._results]
         array = CallPlan._array

@@ -31,11 +31,12 @@ class InterpreterBackend:
 
     name = "interp"
 
-    def __init__(self, count_instructions: bool = False):
+    def __init__(self, count_instructions: bool = False, cache_code: bool = False):
         self.count_instructions = count_instructions
+        self.cache_code = cache_code  # keep the compiled Python in the code store (codegen.compile_module)
 
     def prepare(self, loaded: LoadedModule) -> "InterpExecutable":
-        return InterpExecutable(loaded, self.count_instructions)
+        return InterpExecutable(loaded, self.count_instructions, self.cache_code)
 
     def dispatch_runner(self):
         """The HAL's runner for interpreted VMVX executables (see dispatch.py)."""
@@ -55,14 +56,14 @@ class _Bound:
 class InterpExecutable:
     """A module translated to Python, shared by every context that instantiates it."""
 
-    def __init__(self, loaded: LoadedModule, count_instructions: bool = False):
+    def __init__(self, loaded: LoadedModule, count_instructions: bool = False, cache_code: bool = False):
         frames.ensure_recursion_limit()
         self.loaded = loaded
         module = loaded.module
         self._codegen = codegen.ModuleCodegen(loaded.verified, [b.addr for b in loaded.rodata],
                                               count_blocks=count_instructions)
         self.generated = self._codegen.generate()
-        self._bind = codegen.compile_module(self.generated, self)
+        self._bind = codegen.compile_module(self.generated, self, cache_code)
         self._bound: "weakref.WeakKeyDictionary[BytecodeInstance, _Bound]" = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
         self._signatures = [s.cconv for s in module.signatures]

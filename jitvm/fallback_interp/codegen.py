@@ -20,14 +20,20 @@ names the failing instruction.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import linecache
+import marshal
+import sys
+import types
 import weakref
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import UnsupportedError
 from ..frontend.cconv import argument_registers
+from ..runtime.native import cache as store
 from ..runtime.vm.semantics import MAX_CALL_DEPTH
 from ..verify.model import VerifiedFunction, VerifiedModule
 from . import frames, runtime_names
@@ -37,6 +43,7 @@ from .registry import HANDLERS
 BASE_INDENT = "    "
 INLINE_LIMIT = 6  # a branch target of at most this many instructions is copied in place
 _module_ids = itertools.count()
+STATS: Counter = Counter()  # compiled, cache_hits: modules' Python compiled, or taken from the code store
 
 # Register-file views: name -> memoryview format.
 VIEW_FORMATS = {"I": "i", "U": "I", "J": "q", "K": "Q", "F": "f", "D": "d"}
@@ -363,13 +370,44 @@ class ModuleCodegen:
         return GeneratedModule(source, filename, self.namespace, dict(self.env_specs), infos)
 
 
-def compile_module(gen: GeneratedModule, owner):
+def compile_module(gen: GeneratedModule, owner, cached: bool = False):
     """Executes the generated source; returns the `_bind(env)` function.
 
     While `owner` lives, Python tracebacks through the generated code show its lines.
+    `cached`: the compiled source is kept in the code store (runtime.native.cache), so a
+    later process loading the same module skips CPython's compiler (most of preparing it).
     """
-    code = compile(gen.source, gen.filename, "exec")
+    code = _compiled(gen.source, gen.filename) if cached else compile(gen.source, gen.filename, "exec")
     exec(code, gen.namespace)  # noqa: S102 - our own generated code
     linecache.cache[gen.filename] = (len(gen.source), None, gen.source.splitlines(True), gen.filename)
     weakref.finalize(owner, linecache.cache.pop, gen.filename, None)
     return gen.namespace["_bind"]
+
+
+def _compiled(source: str, filename: str) -> types.CodeType:
+    """`source` compiled, from the code store when an earlier process compiled the same text
+    with this Python (a marshalled code object is only valid for the Python that made it),
+    else compiled and stored."""
+    h = hashlib.sha256(f"interp-code-1\0{sys.version}\0{marshal.version}\0".encode())
+    h.update(source.encode())
+    key = "py" + h.hexdigest()
+    hit = store.load(key)  # the store checks the bytes' digest: a damaged entry is not read
+    if hit is not None:
+        try:
+            code = marshal.loads(hit[0][0])
+        except (EOFError, ValueError, TypeError):
+            code = None
+        if isinstance(code, types.CodeType):
+            STATS["cache_hits"] += 1
+            return _renamed(code, filename)
+    STATS["compiled"] += 1
+    code = compile(source, filename, "exec")
+    store.store(key, [marshal.dumps(code)], {"what": "interpreter code"})
+    return code
+
+
+def _renamed(code: types.CodeType, filename: str) -> types.CodeType:
+    """`code` and the functions inside it attributed to `filename` (tracebacks read this
+    module's lines from linecache under that name)."""
+    consts = tuple(_renamed(c, filename) if isinstance(c, types.CodeType) else c for c in code.co_consts)
+    return code.replace(co_filename=filename, co_consts=consts)

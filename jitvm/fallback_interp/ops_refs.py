@@ -44,9 +44,9 @@ def _zero(e, ins):
 @handles("const.ref.rodata")
 def _rodata(e, ins):
     """A new reference to the loaded module's read-only buffer over the segment."""
-    addr = e.gen.rodata[ins["rodata"]]
-    e.line(f"RET({addr:#x})")
-    store_ref(e, ins["value"], f"{addr:#x}")
+    addr = e.const(e.gen.rodata[ins["rodata"]], "ro")  # a name: the source stays the same in every process
+    e.line(f"RET({addr})")
+    store_ref(e, ins["value"], addr)
 
 
 @handles("assign.ref")

@@ -156,6 +156,15 @@ class Op:
     def _positions(self) -> dict[str, int]:
         return {f.name: i for i, f in enumerate(self.fields)}
 
+    def __hash__(self) -> int:
+        """Ops key the decoder's, verifier's, interpreter's and lowering's tables, looked up
+        per instruction: hashed once by (opset, code), which tells ops apart (equal ops,
+        compared field by field, hash alike), not by every field each time."""
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = self.__dict__["_hash"] = hash((self.opset, self.code))
+        return h
+
     def index(self, name: str) -> int:
         """The position of field `name` (looked up per instruction operand by the lowering
         and the verifier: a table per op, built on first use)."""

@@ -18,7 +18,6 @@ from . import handoff
 from .executable import STATS, JitExecutable, _Progress
 from .lazy import LazyExecutable
 from .llvm import cache, compile_pool, compiler, loader, vector_math
-from .module import ModuleLowering
 from .unit_build import LOOP_STEPS
 from .units import call_components
 
@@ -40,7 +39,7 @@ class JitBackend:
         self.threads = threads
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
         # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops,
-        # chunk_loops
+        # chunk_loops, wide_vectors, scope_buffers, pack_operands
         # (ModuleLowering)
         # and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
@@ -74,7 +73,8 @@ class JitBackend:
         """Optimization levels: modules with loops get the full pipeline; straight-line host
         code (run once per call, dominated by imports) is compiled quickly instead."""
         if compiler.has_loops(loaded.verified):
-            return {"speed": self.speed, "codegen": 2, "vector_math": vector_math.available(), **self.loop_steps}
+            return {"speed": self.speed, "codegen": 2, "vector_math": vector_math.available(),
+                    "wide_vectors": targets.wide_vectors(self.target), **self.loop_steps}
         return {"speed": 1, "codegen": 0}
 
     def known_options(self, loaded: LoadedModule) -> dict | None:
@@ -100,6 +100,7 @@ class JitBackend:
             if self.progress else None
         steps = {n: options[n] for n in LOOP_STEPS if n in options}
         lowered = []
+        from .module import ModuleLowering  # the lowering (emit, loops) only when something compiles
 
         def texts():  # lowered one group at a time, while the workers compile the previous ones
             for i, group in enumerate(groups):

@@ -20,7 +20,7 @@ from ..runtime.native import engine
 from ..runtime.native.layout import TrapT
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import BytecodeInstance, LoadedModule, describe_frame
-from .module import runtime_type_ids, type_table_symbol
+from .type_table import runtime_type_ids, type_table_symbol
 
 STATS: Counter = Counter()  # compiled_modules, cache_hits, llvm_functions, fallback_functions, blocked_nests
 
@@ -49,6 +49,10 @@ class _Progress:
 
 
 class JitExecutable:
+    # the interpreter's compiled Python kept in the code store (lazy executables run their
+    # run-once code there at every load: lower.lazy)
+    cache_interpreter_code = False
+
     def __init__(self, loaded: LoadedModule, code: engine.JitModule, meta: dict, call_pool=None):
         self.loaded = loaded
         self.call_pool = call_pool  # lent to direct calls' split loops (JitBackend.split_calls_from)
@@ -89,7 +93,7 @@ class JitExecutable:
     @property
     def interpreter(self):
         if self._interp is None:
-            self._interp = InterpreterBackend().prepare(self.loaded)
+            self._interp = InterpreterBackend(cache_code=self.cache_interpreter_code).prepare(self.loaded)
         return self._interp
 
     def _prepare_instance(self, instance: BytecodeInstance) -> None:

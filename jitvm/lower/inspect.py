@@ -25,7 +25,8 @@ def lowered_ir(verified: VerifiedModule, optimized: bool = True, target: targets
                speed: int = 2, vector_math_on: bool | None = None) -> str:
     """`vector_math_on`: lower libm calls to vecmath's wrappers (default: as the backend does here)."""
     target = target or targets.host()
-    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=_vector_math(target, vector_math_on)).lower()
+    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=_vector_math(target, vector_math_on),
+                             wide_vectors=targets.wide_vectors(target)).lower()
     if not optimized:
         return str(lowered)
     return str(compiler.optimize(str(lowered), target, speed))
@@ -51,12 +52,14 @@ def function_ir(verified: VerifiedModule, ordinal: int | None, optimized: bool =
 
 def assembly(verified: VerifiedModule, target: targets.Target | None = None, speed: int = 2) -> str:
     target = target or targets.host()
-    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=_vector_math(target)).lower()
+    lowered = ModuleLowering(verified, "dump", triple=target.triple, vector_math=_vector_math(target),
+                             wide_vectors=targets.wide_vectors(target)).lower()
     mod = compiler.optimize(str(lowered), target, speed)
     return compiler.emit_assembly(mod, target)
 
 
 def object_code(verified: VerifiedModule, target: targets.Target, speed: int = 2, codegen: int = 2) -> bytes:
-    lowered = ModuleLowering(verified, "obj", triple=target.triple, vector_math=_vector_math(target)).lower()
+    lowered = ModuleLowering(verified, "obj", triple=target.triple, vector_math=_vector_math(target),
+                             wide_vectors=targets.wide_vectors(target)).lower()
     mod = compiler.optimize(str(lowered), target, speed, codegen)
     return compiler.emit_object(mod, target, codegen)

@@ -67,6 +67,7 @@ class LazyExecutable(JitExecutable):
         self.unit_of = {o: u for u in self.units for o in u.ordinals}
         self.interpreted = run_once(verified)
         self.fallbacks = {o: None for o in self.interpreted}  # JitExecutable runs these in the interpreter
+        self.cache_interpreter_code = backend.use_cache
         self._interp = None
         self._ready: set[int] = set()
         self._lock = threading.Lock()

@@ -15,10 +15,10 @@ from contextlib import ExitStack
 from ..runtime.native import cache as store
 from .executable import STATS
 from .llvm import cache, compiler
-from .module import ModuleLowering
 
 LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-              "parallel_loops", "vector_math", "chunk_loops")
+              "parallel_loops", "vector_math", "chunk_loops", "wide_vectors",
+              "scope_buffers", "pack_operands")
 
 
 class Unit:
@@ -75,7 +75,7 @@ class UnitBuilder:
             # lowering them takes 3x longer, and LLVM more than that; libm calls stay plain (no
             # vectoriser at this speed to use vector forms)
             return {"speed": compiler.BASELINE, "codegen": 0, **self.loop_steps, "jam_loops": False,
-                    "vector_math": False}
+                    "vector_math": False, "scope_buffers": False}
         return {"speed": 1, "codegen": 0}
 
     def one_tier(self, unit: Unit) -> bool:
@@ -89,6 +89,8 @@ class UnitBuilder:
         return cache.key(self.digest.encode(), self.target, {**options, "unit": unit.ordinals})
 
     def lower(self, unit: Unit, options: dict) -> tuple[str, dict]:
+        from .module import ModuleLowering  # the lowering (emit, loops): imported only when something compiles
+
         steps = {k: v for k, v in options.items() if k in LOOP_STEPS}
         lowered = ModuleLowering(self.verified, f"{self.prefix[3:]}u{unit.index}", **steps).lower(unit.ordinals)
         STATS["llvm_functions"] += len(lowered.symbols)

@@ -69,6 +69,7 @@ class Emitter:
         self.nest_loops: dict = {}
         # In a fast copy, (emitter, access) -> the element index rebuilt from its affine form.
         self.proven_index = None
+        self.repacked: dict = {}  # instruction index -> (data pointer, Access) of a packed load (lower.loops.pack)
         # In the guarded fast copy of a loop nest, which NaN an add/mul of two NaNs returns is
         # left to LLVM (see ops_float._nan_rule): pinning it costs 2-4x on kernels.
         self.fast_copy = False

@@ -145,10 +145,15 @@ class BufferView:
         """Checks one element at `index` and returns its address."""
         b = e.b
         if self.proven:
-            if e.proven_index is not None:  # set by the loop optimiser (lower.loops.copies)
+            data = self.data
+            repacked = e.repacked.get(e.index)
+            if repacked is not None:  # a load from the nest's own copy of the data (lower.loops.pack)
+                data, packed = repacked
+                index = e.proven_index(e, packed)
+            elif e.proven_index is not None:  # set by the loop optimiser (lower.loops.copies)
                 index = e.proven_index(e, e.unchecked[e.index])
             byte_offset = b.mul(index, const(I64, width), flags=["nsw", "nuw"])
-            return b.gep(self.data, [byte_offset], source_etype=I8, inbounds=True)
+            return b.gep(data, [byte_offset], source_etype=I8, inbounds=True)
         byte_offset = b.mul(index, const(I64, width))
         limit = b.lshr(self.length, const(I64, width.bit_length() - 1)) if width > 1 else self.length
         e.check(b.icmp_unsigned("<", index, limit), traps.BUFFER_OUT_OF_RANGE,

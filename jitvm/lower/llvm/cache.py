@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -24,13 +25,23 @@ def sources_digest() -> str:
     """A digest of the code that decides what gets compiled: the reader, the verifier, the
     lowering, and the runtime's layouts and native helpers the code links against, with
     their IR templates (the native modules do not shape compiled code)."""
-    root = Path(__file__).resolve().parents[2]
+    root = str(Path(__file__).resolve().parents[2])
     h = hashlib.sha256()
     for sub in ("lower", "runtime/native", "runtime/vm", "runtime/exec", "frontend", "verify"):
-        for path in sorted(p for p in (root / sub).rglob("*") if p.suffix in (".py", ".ll")):
-            h.update(path.relative_to(root).as_posix().encode())
-            h.update(path.read_bytes())
+        for relative in sorted(_source_files(root, sub)):  # strings, not Paths: read at every start
+            h.update(relative.encode())
+            with open(os.path.join(root, relative), "rb") as f:
+                h.update(f.read())
     return h.hexdigest()
+
+
+def _source_files(root: str, sub: str):
+    """The .py and .ll files under `sub` of `root`, as paths relative to `root` with "/"."""
+    for folder, dirs, files in os.walk(os.path.join(root, sub)):
+        base = os.path.relpath(folder, root).replace(os.sep, "/")
+        for name in files:
+            if name.endswith((".py", ".ll")):
+                yield f"{base}/{name}"
 
 
 def key(flatbuffer: bytes | memoryview, target, options: dict) -> str:

@@ -10,15 +10,20 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...frontend.decode import Reg
-from . import jam
+from . import jam, pack
 from .guard import proven_index
+from .scopes import ScopePlan
 
 
 def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
     """Lowers one copy of `nest` through emitter `e` and returns its entry block: "checked"
-    (every access checked) or unchecked, jammed per `plan` when the buffers are `apart`.
-    With `split_hi`, the root loop stops there and leaves to the root's exit block (the
-    body of a split nest)."""
+    (every access checked) or unchecked, jammed per `plan` (a jam.JamPlan) when the buffers
+    are `apart`, or with `plan` a scopes.ScopePlan, its buffers in alias scopes of their own
+    when they are `apart`. With `split_hi`, the root loop stops there and leaves to the
+    root's exit block (the body of a split nest)."""
+    if isinstance(plan, ScopePlan):
+        return _lower_scoped(e, nest, name, plan, apart, split_hi) if name != "checked" else \
+            lower_nest_copy(e, nest, name, None, None, split_hi)
     fn = e.fn
     e.nest_loops = {loop.id: loop for loop in nest.loops}
     e.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
@@ -38,6 +43,15 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
         q_header = fn.append_basic_block(f"bb{outer.loop.header}_blocked")
         e.block_override[outer.loop.header] = q_header  # Q is entered register-blocked
     entry = e.block_override[nest.root.header]
+    blocked_apart, repacked = apart, {}
+    if outer is not None:
+        e.mod.prefer_wide_vectors(fn)
+    if outer is not None and outer.packs:  # copies the blocked loads read, made on the way in
+        pre = fn.append_basic_block(f"bb{nest.root.header}_{name}_pack_test")
+        e.b.position_at_end(pre)
+        blocked_apart, repacked = pack.emit(e, outer.packs, outer.loop, apart)
+        e.b.branch(entry)
+        entry = pre
     for i in nest.blocks:
         if jammed and i in plan.widest:
             continue
@@ -68,11 +82,28 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
             for i, factor in enumerate((plan.factor, *plan.then)):
                 jam.emit(e, replace(plan, factor=factor), headers[i], headers[i + 1], apart)
         if outer is not None:
-            jam.emit_outer(e, plan, q_header, q_rem_header, apart)
+            e.repacked = repacked
+            jam.emit_outer(e, plan, q_header, q_rem_header, blocked_apart)
+            e.repacked = {}
         e.alias = {}
     e.block_override, e.unchecked, e.fast_copy, e.nest_loops = {}, {}, False, {}
     e.proven_index = None
     return entry
+
+
+def _lower_scoped(e, nest, name: str, plan: ScopePlan, apart, split_hi):
+    """Two unchecked copies, picked by `apart`: one whose buffer accesses carry an alias
+    scope per buffer register (lower.loops.scopes), and the plain one."""
+    plain = lower_nest_copy(e, nest, name, None, None, split_hi)
+    e.alias = e.mod.module.alias_scopes(plan.keys())
+    scoped = lower_nest_copy(e, nest, f"{name}_apart", None, None, split_hi)
+    e.alias = {}
+    pick = e.fn.append_basic_block(f"bb{nest.root.header}_{name}_apart_test")
+    here = e.b.block
+    e.b.position_at_end(pick)
+    e.b.cbranch(apart, scoped, plain)
+    e.b.position_at_end(here)
+    return pick
 
 
 def _lower_split_header(e, root, hi) -> None:

@@ -31,6 +31,7 @@ from ..emit.effects import remap_moves, written_slots
 from ..emit.ops_control import apply_move
 from ..emit.types import I1, I64, const
 from .analysis import BLOCK, BR, COND_BR, ZERO, Loop, Nest, constant_value, static_trips
+from . import pack as packing
 from .guard import InvariantEval
 from .sharing import P_LANE, Q_LANE, REGISTER_OPS, CopySharing
 
@@ -93,14 +94,22 @@ class OuterJam:
     # Whether Q's remaining iterations run with P jammed: not when Q's trip count is a
     # constant multiple of `factor` (then they run only if the buffers overlap; compile time)
     jammed_remainder: bool = True
+    # Loads P's copies would read far apart (a transposed right-hand side), which the blocked
+    # copies read from a transposed copy made on the nest's way in (lower.loops.pack) instead:
+    # the blocking is then the ordinary one. Measured one thread (Xeon, Sapphire Rapids class,
+    # CPU time, load 6-7): qmatmul's 16x2048x2048 matmul with B[n, k] 9.2 -> 2.7 ms a dispatch
+    # (4 x 2 strided -> packed 4 x 32); the int8 model 11.4 -> 6.1 ms, int4 13.2 -> 5.0 ms.
+    packs: tuple = ()
 
     @property
     def copies(self) -> int:
         return self.factor * self.inner
 
 
-def plan(vf, nest: Nest, outer: bool = True) -> JamPlan | None:
-    """The loop of `nest` worth jamming, if one qualifies (and its parent too, if `outer`)."""
+def plan(vf, nest: Nest, outer: bool = True, wide: bool = False, pack: bool = False) -> JamPlan | None:
+    """The loop of `nest` worth jamming, if one qualifies (and its parent too, if `outer`;
+    `wide`: the target has 512-bit vectors, see OUTER_INNER_WIDE; `pack`: far-apart loads
+    may be read from a transposed copy, see OuterJam.packs)."""
     children = {loop.id: [c for c in nest.loops if c.parent == loop.id] for loop in nest.loops}
     # Deepest loops first: the one right around the reduction gives the most independent chains.
     for loop in sorted(nest.loops, key=lambda lp: -_depth(nest, lp)):
@@ -109,8 +118,8 @@ def plan(vf, nest: Nest, outer: bool = True) -> JamPlan | None:
         p = _check(vf, nest, loop)
         if p is not None:
             if outer:
-                q = _check_outer(vf, nest, p, children)
-                through = _check_outer(vf, nest, p, children, through=True)
+                q = _check_outer(vf, nest, p, children, wide, pack)
+                through = _check_outer(vf, nest, p, children, wide, pack, through=True)
                 if through is not None and _prefer_through(q, through):
                     q = through
                 if q is not None:
@@ -137,11 +146,25 @@ SMALL_Q_LEVELS = 3
 # in cache. Measured on a 16x2048x2048 matmul (AMD EPYC Zen 4, one thread, CPU time):
 # 4 x 16 28.3 ms, 4 x 4 14.3, 8 x 4 17.2, 4 x 2 9.7, 8 x 2 9.7, 8 x 1 15.8 ms.
 STRIDED_FACTOR, STRIDED_INNER = 4, 2
+# With 512-bit vectors (32 registers of 16 floats) P runs 32 iterations at once inside Q's 4:
+# 8 vector accumulators again, where 4 x 16 leaves 4 and the adds wait on their latency.
+# Measured one thread (Xeon, Sapphire Rapids class, CPU time, load 5-11), 4 x 16 -> 4 x 32 at
+# 512 bits: matmul 512 4.16 -> 3.66 ms, MLP 2.23 -> 1.84 ms, ResNet-50-style 64x64 30.4 -> 27.6 ms,
+# MiniLM's FFN matmul (128x1536x384) 3.55 -> 3.31 ms; 8 x 16, 8 x 32 and 2 x 64 were slower.
+# Taken where P's trip count is a multiple of it and the copies stay within the same budget
+# per copy, else the blocking stays 4 x 16.
+OUTER_INNER_WIDE = 32
 # A Q whose known trip count is no multiple of the factor runs whole when its copies stay
 # within this many: ResNet-50's (ONNX zoo) 3x3 conv 512x7x7x512, one thread, CPU time,
 # 13.6 -> 9.7 ms with 7 x 7 instead of 4 x 7 and 3 rows jammed alone, EfficientNet-Lite0's
 # 1x1 conv 1152x7x7x192 0.75 -> 0.49 ms; 14 x 14 rows as 7 x 14 ran 0.73x (stays 4 x 14).
 OUTER_COPIES = OUTER_FACTOR * OUTER_INNER
+# The same instructions per copy as 4 x 16 within OUTER_BUDGET. It costs compile time: CPU time
+# of compiling ResNet-50-style 64x64 10.1 s at 4 x 16 (both 512-bit), 15.5 s at 4 x 32 with this
+# budget, 11.2 s with OUTER_BUDGET (then only regions of up to 32 instructions get 4 x 32, and
+# its convolutions run as at 4 x 16: 27.1 ms instead of 24.4 ms); MiniLM-L6 3.7 / 5.2 / 3.9 s
+# of compile for 54.5 / 50.5 / 54.6 ms a call (one thread, load 6-7).
+OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 
 
 def _prefer_through(parent: "OuterJam | None", through: "OuterJam") -> bool:
@@ -152,7 +175,7 @@ def _prefer_through(parent: "OuterJam | None", through: "OuterJam") -> bool:
     256x14x14x256 7.22 -> 5.87 ms, 128x28x28x128 7.70 -> 6.15 ms, EfficientNet-Lite0's 1x1
     conv 672x14x14x112 1.06 -> 0.95 ms (load 8); strided (stride-2 1x1 convs, 4 x 2) 0.74x,
     a 7x7 image as 4 channels x 7 columns instead of 7 x 7 0.46x."""
-    if (through.factor, through.inner) == (STRIDED_FACTOR, STRIDED_INNER) or through.inner == OUTER_INNER:
+    if (through.factor, through.inner) == (STRIDED_FACTOR, STRIDED_INNER) or through.inner % OUTER_INNER == 0:
         return False  # the kernel suite's NHWC nests (rows of 16k) keep their measured blocking
     return parent is None or parent.jammed_remainder or parent.factor <= OUTER_FACTOR
 
@@ -169,7 +192,8 @@ def _injective(strides) -> bool:
     return True
 
 
-def _check_outer(vf, nest: Nest, p: JamPlan, children, through: bool = False) -> OuterJam | None:
+def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack: bool = False,
+                 through: bool = False) -> OuterJam | None:
     """Register blocking over P's parent Q (`through`: its grandparent, the loop between
     with a known trip count and running in lockstep in every copy, as an NCHW conv's rows
     between its channels and columns), when it is provably the same program: Q's region
@@ -182,20 +206,30 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, through: bool = False) ->
         return None
     q, middle = nest.loops[loop.parent], None
     if through:  # Q is P's grandparent; the loop between runs in lockstep in every copy
-        middle = q
+        middle, pack, wide = q, False, False  # packing and 4 x 32 blocking know a parent Q only
         if q.parent is None or [c.id for c in children[middle.id]] != [loop.id] or static_trips(vf, middle) is None:
             return None
         q = nest.loops[q.parent]
     if [c.id for c in children[q.id]] != [(middle or loop).id]:
         return None
-    inner, factor = min(OUTER_INNER, p.factor), OUTER_FACTOR
+    inner, factor, budget = min(OUTER_INNER, p.factor), OUTER_FACTOR, OUTER_BUDGET
     p_trips, q_trips = static_trips(vf, loop), static_trips(vf, q)
     region = range(q.header, q.latch + 1)
     accesses = [a for a in nest.accesses if _in_region(vf, a.index, region)]
+    strided = _strided_loads(vf, accesses, loop, q)
+    packs = tuple(pk for pk in (packing.plan(vf, nest, a, loop, q) for a in strided) if pk is not None) \
+        if pack else ()
+    if len(packs) != len(strided) or not packing.fits(packs):
+        packs = ()
     if q_trips == SMALL_Q and _levels_inside(nest, loop) >= SMALL_Q_LEVELS:
         factor, inner = SMALL_Q, min(p.factor, OUTER_FACTOR * OUTER_INNER // SMALL_Q)
-    elif _strided_across(vf, accesses, loop, q):
+        packs = ()
+    elif strided and not packs:
         factor, inner = STRIDED_FACTOR, min(p.factor, STRIDED_INNER)
+    elif wide and p_trips is not None and p_trips % OUTER_INNER_WIDE == 0 and \
+            _region_size(vf, region) * OUTER_INNER_WIDE * factor <= OUTER_BUDGET_WIDE:
+        inner = min(OUTER_INNER_WIDE, p.factor)
+        budget = OUTER_BUDGET_WIDE
     elif p_trips is not None and p_trips % inner:
         inner = _even_groups(p_trips, inner) or inner  # a 14- or 7-column row: 4 x 14, 4 x 7
     if p_trips is not None and q_trips is not None and factor < q_trips and q_trips * inner <= OUTER_COPIES \
@@ -205,7 +239,7 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, through: bool = False) ->
         return None
     if not (_plain_header(vf, loop) and _plain_header(vf, q)):
         return None
-    if _region_size(vf, region) * inner * factor > OUTER_BUDGET or not pure_region(vf, region, nest):
+    if _region_size(vf, region) * inner * factor > budget or not pure_region(vf, region, nest):
         return None
     if any(a.store and not _in_region(vf, a.index, p.region) for a in accesses):
         return None
@@ -239,20 +273,26 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, through: bool = False) ->
     renamed, _refs = written_slots(vf, region)
     others = tuple(sorted({a.buffer for a in accesses} - set(p.stored)))
     return OuterJam(q, region, frozenset(renamed), others, factor, inner,
-                    jammed_remainder=q_trips is None or q_trips % factor != 0)
+                    jammed_remainder=q_trips is None or q_trips % factor != 0, packs=packs)
 
 
 def _strided_across(vf, accesses, p: Loop, q: Loop) -> bool:
     """Whether some load moves with P but not with Q by more than one element per
     iteration of P: each P copy would read its own far-apart stream (see STRIDED_FACTOR)."""
+    return bool(_strided_loads(vf, accesses, p, q))
+
+
+def _strided_loads(vf, accesses, p: Loop, q: Loop) -> list:
+    """The loads _strided_across looks for."""
     step = constant_value(vf, p.step)
+    out = []
     for a in accesses:
         if a.store or a.element.coeff(q.id) != ZERO or a.element.coeff(p.id) == ZERO:
             continue
         c = constant_value(vf, a.element.coeff(p.id))
         if c is None or step is None or abs(c * step) != 1:
-            return True
-    return False
+            out.append(a)
+    return out
 
 
 def _plain_header(vf, loop: Loop) -> bool:

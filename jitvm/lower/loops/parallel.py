@@ -286,7 +286,7 @@ def emit_split(e, split: ParallelPlan, nest: Nest, jam_plan, threads, apart) -> 
         b.store(b.load(e.ref_slot(r), typ=PTR), p)
     body = ir.Function(e.mod.module, FN_TYPE, name=f"{e.fn.name}.split{root.header}")
     body.linkage = "internal"
-    body.attributes.add("nounwind")
+    e.mod.mark_code(body)
     emit_body(e.sub_emitter(body), split, nest, jam_plan)
     fn = e.mod.module.get_global(SPLIT_FN)
     if fn is None:

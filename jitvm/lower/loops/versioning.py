@@ -13,7 +13,7 @@ chunk by chunk, each chunk a nest lowered here.
 from __future__ import annotations
 
 from ...verify.model import VerifiedFunction
-from . import delinearise, jam, parallel
+from . import delinearise, jam, parallel, scopes
 from .analysis import Nest, back_edges_of, build_nest, loop_headers
 from .copies import lower_nest_copy
 from .guard import all_iterations_in_range
@@ -50,7 +50,8 @@ class NestVersioning:
             delinearise.lower(e, nest, self.lower)
             return
         mod = e.mod
-        plan = jam.plan(e.vf, nest, mod.jam_outer) if mod.jam_loops else None
+        plan = jam.plan(e.vf, nest, mod.jam_outer, mod.wide_vectors, mod.pack_operands and mod.affine_indices) \
+            if mod.jam_loops else None
         mod.blocked_nests += bool(plan and plan.outer)
         outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
         split = parallel.plan(e.vf, nest, outermost) if mod.parallel_loops and entry is None else None
@@ -61,6 +62,9 @@ class NestVersioning:
         ok, ranges, rest, boxes = all_iterations_in_range(e, nest)
         apart = jam.ranges_apart(e, plan.widest, plan.stored, plan.widest_others, nest, ranges) \
             if plan is not None else None
+        if plan is None and mod.scope_buffers:  # the fast copy's buffers in scopes of their own, if apart
+            plan = scopes.plan(e.vf, nest)
+            apart = scopes.apart(e, plan, nest, ranges) if plan is not None else None
         threads = parallel.guard(e, split, nest, ranges, rest, boxes) if split is not None else None
         guard_end = e.b.block
         checked = lower_nest_copy(e, nest, "checked", None, None)

@@ -89,6 +89,15 @@ class ArrayType(Type):
         self.count = count
 
 
+class VectorType(Type):
+    __slots__ = ("element", "count")
+
+    def __init__(self, element: Type, count: int):
+        super().__init__(f"<{count} x {element}>")
+        self.element = element
+        self.count = count
+
+
 class FunctionType(Type):
     __slots__ = ("return_type", "args")
 
@@ -576,6 +585,12 @@ class IRBuilder:
         ib = "inbounds " if inbounds else ""
         idx = ", ".join(f"{i.type} {i.ref}" for i in indices)
         return self._value(PointerType(), f"getelementptr {ib}{source_etype}, ptr {ptr.ref}, {idx}")
+
+    def shuffle_vector(self, a, b, mask):
+        """Lanes of a and b (b's numbered from a's count on) picked by the constant `mask`."""
+        lanes = ", ".join(f"i32 {m}" for m in mask)
+        return self._value(VectorType(a.type.element, len(mask)),
+                           f"shufflevector {a.type} {a.ref}, {b.type} {b.ref}, <{len(mask)} x i32> <{lanes}>")
 
     def atomic_rmw(self, op, ptr, val, ordering, name=""):
         return self._value(val.type, f"atomicrmw {op} ptr {ptr.ref}, {val.type} {val.ref} {ordering}")

@@ -11,6 +11,7 @@ runtime type id and a destroy function called when the count drops to zero.
 from __future__ import annotations
 
 import ctypes
+from functools import lru_cache
 from dataclasses import dataclass
 
 # Field types: scalar names, "ptr", another struct's name, or ("array", type, count).
@@ -219,6 +220,19 @@ STRUCTS: dict[str, list[tuple[str, object]]] = {
         ("tensor", "u32"), ("dtype_count", "u32"),
         ("rank", "u64"), ("dims", "ptr"),
         ("dtypes", ("array", "ptr", 4)), ("element_types", ("array", "u32", 4)), ("itemsizes", ("array", "u64", 4)),
+    ],
+    # CPython's method definition (Include/methodobject.h): a plan's native entry is a
+    # builtin function object made from one (jitvm.api.entry).
+    "PyMethodDef": [("name", "ptr"), ("meth", "ptr"), ("flags", "i32"), ("_pad", "i32"), ("doc", "ptr")],
+    # A reflected function's native entry (jitvm.api.entry): the builtin's `self` is a capsule
+    # of this record, whose destructor drops `owner`, the Python object keeping it all alive.
+    "PlanEntry": [
+        ("plan", "ptr"),  # CallPlan
+        ("general", "ptr"),  # PyObject*: the Python call of the same arguments (declined calls)
+        ("complete", "ptr"),  # PyObject*: (status, io address) -> the results, or the trap raised
+        ("descrs", "ptr"),  # per output: the numpy dtype (PyArray_Descr*) of its array
+        ("words", "u64"),  # u64 words of a call's io array (jv_invoke's: slots and trap record)
+        ("owner", "ptr"),  # PyObject*: one reference, dropped with the capsule
     ],
     # The words a dispatch pool's threads share: wake-up and completion, then the posted job.
     "Pool": [
@@ -463,6 +477,8 @@ RunnerT = CTYPES["Runner"]
 NumpyArrayT = CTYPES["NumpyArray"]
 CallPlanT = CTYPES["CallPlan"]
 PlanValueT = CTYPES["PlanValue"]
+PyMethodDefT = CTYPES["PyMethodDef"]
+PlanEntryT = CTYPES["PlanEntry"]
 CostT = CTYPES["Cost"]
 ViewT = CTYPES["View"]
 StepT = CTYPES["Step"]
@@ -474,7 +490,9 @@ TraceRecordT = CTYPES["TraceRecord"]
 assert all(getattr(TrapT, n).offset == getattr(FailureT, n).offset for n, _ in STRUCTS["Failure"])
 
 
+@lru_cache(maxsize=None)
 def field(struct: str, name: str) -> FieldInfo:
+    """Field `name` of `struct` (asked per placeholder by every template rendered: kept)."""
     for i, (n, t) in enumerate(STRUCTS[struct]):
         if n == name:
             return FieldInfo(n, i, getattr(CTYPES[struct], n).offset, t)

@@ -46,6 +46,12 @@ def host() -> Target:
     return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
 
 
+def wide_vectors(target: Target) -> bool:
+    """Whether code for `target` should prefer 512-bit vectors: x86 with AVX-512 (32 registers
+    of 16 floats), where LLVM's tuning otherwise keeps to 256 bits."""
+    return target.arch == "x86_64" and "+avx512f" in target.features.split(",")
+
+
 # Named cross targets for `jitvm dump --asm --target=...` and the aarch64 compile test.
 CROSS = {
     "aarch64": Target("aarch64-unknown-linux-gnu", "generic", ""),

@@ -45,7 +45,7 @@ def render_from(package: str, name: str, pool: dict) -> str:
     """Template `name` filled from the values of `pool` it names (several templates rendered
     with one set of values: a value none of them uses is the caller's to notice)."""
     text = _source(package, name)
-    named = {m[2] for m in _CONDITION.finditer(text)} | {m[1] for m in _PLACEHOLDER.finditer(text)}
+    named = _named(package, name)
     return render_text(text, {k: v for k, v in pool.items() if k in named}, f"{package}/{name}")
 
 
@@ -54,11 +54,21 @@ def _source(package: str, name: str) -> str:
     return resources.files(package).joinpath(name).read_text()
 
 
+@lru_cache(maxsize=None)
+def _named(package: str, name: str) -> frozenset[str]:
+    """The names template `name`'s placeholders and conditions use."""
+    text = _source(package, name)
+    return frozenset({m[2] for m in _CONDITION.finditer(text)} | {m[1] for m in _PLACEHOLDER.finditer(text)})
+
+
 def render_text(text: str, values: dict, origin: str = "<template>") -> str:
     """`text` with its placeholders filled from `layout` and `values`."""
     used: set[str] = set()
     out = []
     for number, line in enumerate(text.splitlines(keepends=True), 1):
+        if "${" not in line:  # most lines: kept as they are
+            out.append(line)
+            continue
         where = f"{origin}:{number}"
         keep = True
         condition = _CONDITION.match(line)

@@ -1,0 +1,211 @@
+"""A transposed copy of a register-blocked matmul's right-hand side, read by the blocked copies.
+
+When a matmul's right-hand side arrives transposed (B[n, k]: nn.Linear weights as ONNX
+exports hand them over), the blocked loop's P copies (columns) each read their own row of
+B, far apart: no vector load serves them, and LLVM runs the nest scalar (jam.STRIDED_FACTOR).
+When the nest's root loop is Q and such a load moves only with P and with one loop R inside
+P, contiguously (B[b + c*p + r]), the fast copy first copies the whole footprint it reads,
+T_P x T_R elements, into a stack buffer laid out [r][p], and the blocked copies read
+S[r*T_P + p] instead: consecutive columns are consecutive elements, and the blocking is the
+ordinary one (4 x 16, or 4 x 32 with 512-bit vectors).
+
+The same values are read (a copy of bits, in a nest whose stores the guard proved apart from
+B's bytes: nothing the nest stores can change them), in the same order of operations, so
+results stay bit-identical. The copy runs only where the blocked copies may run (the buffers
+are apart and Q runs at all, so every element copied is one the guard proved in range); the
+remainder copies read B itself. Taken only for constant extents starting at 0 with step 1
+and at most PACK_BYTES of copy.
+
+Measured on qmatmul_int8's 16x2048x2048 matmul (B[n, k], 32 workgroups of 16 x 64 outputs,
+a 512 KB copy each), one thread, CPU time: see jam.OuterJam.packs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ...frontend.decode import Reg
+from ...runtime.native import ir
+from ..emit.types import I8, I64, const, opaque_alloca
+from .analysis import ONE, ZERO, Access, Affine, Loop, Nest, constant_value, static_trips
+from .guard import InvariantEval
+
+# The copies of a nest together at most: a stack buffer in the dispatch function's frame, shared
+# by its nests (they run one after another).
+PACK_BYTES = 512 * 1024
+# Extents that are multiples of TILE are copied TILE x TILE elements at a time: TILE vector
+# loads, a transpose by shuffles (log2(TILE) rounds), TILE vector stores. Element by element,
+# LLVM gathers: qmatmul_int8's matmul took 5.4 ms a dispatch that way, 2.7 ms tiled (load 6-7).
+TILE = 16
+
+
+@dataclass(frozen=True)
+class PackPlan:
+    access: Access  # the load, as the nest has it
+    packed: Access  # the same load from the copy: element r * p_trips + p
+    p: Loop
+    r: Loop
+    p_trips: int
+    r_trips: int
+
+    @property
+    def elements(self) -> int:
+        return self.p_trips * self.r_trips
+
+
+def plan(vf, nest: Nest, access: Access, p: Loop, q: Loop) -> PackPlan | None:
+    """How to pack `access` (a load moving with P, not Q), or None if it does not qualify."""
+    if access.store or q.parent is not None or q.id != nest.root.id:
+        return None
+    terms = dict(access.element.terms)
+    if p.id not in terms or len(terms) != 2:
+        return None
+    (r_id,) = set(terms) - {p.id}
+    r = nest.loops[r_id]
+    if r.parent != p.id or access.loops != (q.id, p.id, r.id):
+        return None
+    if constant_value(vf, terms[r_id]) != 1 or constant_value(vf, terms[p.id]) is None:
+        return None
+    for loop in (p, r):
+        if constant_value(vf, loop.start) != 0 or constant_value(vf, loop.step) != 1:
+            return None
+    p_trips, r_trips = static_trips(vf, p), static_trips(vf, r)
+    if not p_trips or not r_trips or p_trips * r_trips * access.width > PACK_BYTES:
+        return None
+    packed = Affine(tuple(sorted(((p.id, ONE), (r.id, ("const", p_trips))))), ZERO)
+    return PackPlan(access, replace(access, element=packed), p, r, p_trips, r_trips)
+
+
+def emit(e, packs, q: Loop, apart):
+    """At the builder's position, on the fast copy's way into the nest: when the buffers are
+    `apart` and Q runs, each load's footprint copied to its stack buffer. Returns the i1
+    under which the copies were made (the blocked copies run only then) and, per packed load's
+    instruction index, (buffer pointer, packed Access) for the lowering (e.repacked)."""
+    b = e.b
+    ev = InvariantEval(e, proven=True)
+    start = e.get(Reg("i64", q.iv, False, q.iv), "i64")
+    done = b.and_(apart, b.icmp_signed("<", start, ev.expr(q.bound)))
+    buffer, offset, repacked = _scratch(e, _bytes(packs)), 0, {}
+    for pk in packs:  # each copy's place in the buffer (here: the blocked copies use them)
+        repacked[pk.access.index] = (b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True), pk.packed)
+        offset += _bytes([pk])
+    copy = e.fn.append_basic_block(f"bb{q.header}_pack")
+    after = e.fn.append_basic_block(f"bb{q.header}_packed")
+    b.cbranch(done, copy, after)
+    b.position_at_end(copy)
+    for pk in packs:
+        elem = ir.IntType(8 * pk.access.width)
+        scratch = repacked[pk.access.index][0]
+        source = e.buffer_field(Reg("ref", pk.access.buffer, False, pk.access.buffer), "data")
+        base = ev.expr(pk.access.element.b)
+        stride = ev.expr(pk.access.element.coeff(pk.p.id))
+        tiled = pk.p_trips % TILE == 0 and pk.r_trips % TILE == 0
+        (_copy_tiles if tiled else _copy_transposed)(e, source, base, stride, scratch, elem, pk)
+    b.branch(after)
+    b.position_at_end(after)
+    return done, repacked
+
+
+def _scratch(e, size: int):
+    """A stack buffer of the function of at least `size` bytes (64-byte aligned), shared by
+    its nests: made again only when a nest needs more than the last one made."""
+    buffers = e.mod.pack_buffers
+    made = buffers.get(e.fn.name)
+    if made is None or made[1] < size:
+        made = buffers[e.fn.name] = (opaque_alloca(e.entry_builder(), ir.ArrayType(I8, size), "pack_buffer", 64), size)
+    return made[0]
+
+
+def _bytes(packs) -> int:
+    return sum(-(-pk.elements * pk.access.width // 64) * 64 for pk in packs)
+
+
+def fits(packs) -> bool:
+    """Whether the copies of one nest fit PACK_BYTES together."""
+    return _bytes(packs) <= PACK_BYTES
+
+
+def _copy_transposed(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
+    """scratch[r * p_trips + p] = source[base + stride * p + r] for every p, r: r outer, p inner
+    (the stores contiguous)."""
+    b, fn = e.b, e.fn
+    width = const(I64, pk.access.width)
+    r_head, r_body = fn.append_basic_block("pack_r"), fn.append_basic_block("pack_p")
+    r_done = fn.append_basic_block("pack_done")
+    entry = b.block
+    b.branch(r_head)
+    b.position_at_end(r_head)
+    r = b.phi(I64)
+    r.add_incoming(const(I64, 0), entry)
+    row = b.add(base, r, flags=["nsw"])
+    out_row = b.mul(r, const(I64, pk.p_trips), flags=["nsw", "nuw"])
+    b.branch(r_body)
+    b.position_at_end(r_body)
+    p = b.phi(I64)
+    p.add_incoming(const(I64, 0), r_head)
+    src = b.add(row, b.mul(stride, p, flags=["nsw"]), flags=["nsw"])
+    value = b.load(b.gep(source, [b.mul(src, width, flags=["nsw", "nuw"])], source_etype=I8, inbounds=True),
+                   typ=elem)
+    value.align = pk.access.width
+    dst = b.add(out_row, p, flags=["nsw", "nuw"])
+    st = b.store(value, b.gep(scratch, [dst], source_etype=elem, inbounds=True))
+    st.align = pk.access.width
+    p_next = b.add(p, const(I64, 1), flags=["nsw", "nuw"])
+    p.add_incoming(p_next, b.block)
+    r_latch = fn.append_basic_block("pack_r_next")
+    b.cbranch(b.icmp_signed("<", p_next, const(I64, pk.p_trips)), r_body, r_latch)
+    b.position_at_end(r_latch)
+    r_next = b.add(r, const(I64, 1), flags=["nsw", "nuw"])
+    r.add_incoming(r_next, r_latch)
+    b.cbranch(b.icmp_signed("<", r_next, const(I64, pk.r_trips)), r_head, r_done)
+    b.position_at_end(r_done)
+
+
+def _copy_tiles(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
+    """The same copy, TILE x TILE elements at a time (both extents multiples of TILE): row
+    p0 + i of a tile is source[base + stride * (p0 + i) + r0 ...], transposed in registers by
+    swapping off-diagonal blocks of 8, 4, 2 and 1 lanes, stored as rows r0 + i of the copy."""
+    b, fn = e.b, e.fn
+    vec = ir.VectorType(elem, TILE)
+    width = const(I64, pk.access.width)
+    entry = b.block
+    p_head, r_body = fn.append_basic_block("pack_tile_p"), fn.append_basic_block("pack_tile_r")
+    p_latch, done = fn.append_basic_block("pack_tile_p_next"), fn.append_basic_block("pack_done")
+    b.branch(p_head)
+    b.position_at_end(p_head)
+    p0 = b.phi(I64)
+    p0.add_incoming(const(I64, 0), entry)
+    b.branch(r_body)
+    b.position_at_end(r_body)
+    r0 = b.phi(I64)
+    r0.add_incoming(const(I64, 0), p_head)
+    rows = []
+    for i in range(TILE):
+        src = b.add(b.add(base, r0, flags=["nsw"]), b.mul(stride, b.add(p0, const(I64, i), flags=["nsw", "nuw"]),
+                                                          flags=["nsw"]), flags=["nsw"])
+        row = b.load(b.gep(source, [b.mul(src, width, flags=["nsw", "nuw"])], source_etype=I8, inbounds=True),
+                     typ=vec)
+        row.align = pk.access.width
+        rows.append(row)
+    block = TILE // 2
+    while block:
+        low = [c if not c & block else TILE + c - block for c in range(TILE)]
+        high = [c + block if not c & block else TILE + c for c in range(TILE)]
+        for i in range(TILE):
+            if not i & block:
+                j = i + block
+                rows[i], rows[j] = b.shuffle_vector(rows[i], rows[j], low), b.shuffle_vector(rows[i], rows[j], high)
+        block //= 2
+    for i in range(TILE):
+        dst = b.add(b.mul(b.add(r0, const(I64, i), flags=["nsw", "nuw"]), const(I64, pk.p_trips), flags=["nsw", "nuw"]),
+                    p0, flags=["nsw", "nuw"])
+        st = b.store(rows[i], b.gep(scratch, [dst], source_etype=elem, inbounds=True))
+        st.align = pk.access.width
+    r_next = b.add(r0, const(I64, TILE), flags=["nsw", "nuw"])
+    r0.add_incoming(r_next, r_body)
+    b.cbranch(b.icmp_signed("<", r_next, const(I64, pk.r_trips)), r_body, p_latch)
+    b.position_at_end(p_latch)
+    p_next = b.add(p0, const(I64, TILE), flags=["nsw", "nuw"])
+    p0.add_incoming(p_next, p_latch)
+    b.cbranch(b.icmp_signed("<", p_next, const(I64, pk.p_trips)), p_head, done)
+    b.position_at_end(done)
