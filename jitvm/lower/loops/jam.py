@@ -119,9 +119,7 @@ def plan(vf, nest: Nest, outer: bool = True, wide: bool = False, pack: bool = Fa
         if p is not None:
             if outer:
                 q = _check_outer(vf, nest, p, children, wide, pack)
-                # through the middle loop as measured at 256 bits without packing: rows of
-                # 16k columns (wide or not) keep the parent's blocking (_prefer_through)
-                through = _check_outer(vf, nest, p, children, through=True)
+                through = _check_outer(vf, nest, p, children, wide, pack, through=True)
                 if through is not None and _prefer_through(q, through):
                     q = through
                 if q is not None:
@@ -177,7 +175,7 @@ def _prefer_through(parent: "OuterJam | None", through: "OuterJam") -> bool:
     256x14x14x256 7.22 -> 5.87 ms, 128x28x28x128 7.70 -> 6.15 ms, EfficientNet-Lite0's 1x1
     conv 672x14x14x112 1.06 -> 0.95 ms (load 8); strided (stride-2 1x1 convs, 4 x 2) 0.74x,
     a 7x7 image as 4 channels x 7 columns instead of 7 x 7 0.46x."""
-    if (through.factor, through.inner) == (STRIDED_FACTOR, STRIDED_INNER) or through.inner == OUTER_INNER:
+    if (through.factor, through.inner) == (STRIDED_FACTOR, STRIDED_INNER) or through.inner % OUTER_INNER == 0:
         return False  # the kernel suite's NHWC nests (rows of 16k) keep their measured blocking
     return parent is None or parent.jammed_remainder or parent.factor <= OUTER_FACTOR
 
@@ -208,7 +206,7 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
         return None
     q, middle = nest.loops[loop.parent], None
     if through:  # Q is P's grandparent; the loop between runs in lockstep in every copy
-        middle = q
+        middle, pack, wide = q, False, False  # packing and 4 x 32 blocking know a parent Q only
         if q.parent is None or [c.id for c in children[middle.id]] != [loop.id] or static_trips(vf, middle) is None:
             return None
         q = nest.loops[q.parent]
