@@ -26,6 +26,7 @@ from bench import host_layers
 from bench.alternate import alternating_medians
 from bench.build import compile_model
 from bench.models import suite
+from bench.run import select
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,11 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resolution", type=int, default=64, help="resnet50-style input size")
     p.add_argument("--budget", type=float, default=10.0, help="seconds of CPU time per model and measurement")
     args = p.parse_args(argv)
-    models = suite(args.resolution)
-    unknown = set(args.models or ()) - set(models)
-    if unknown:
-        p.error(f"unknown models {sorted(unknown)} (have: {', '.join(models)})")
-    chosen = [models[n] for n in args.models] if args.models else list(models.values())
+    chosen = select(suite(args.resolution), args.models)
     print(f"load average {os.getloadavg()[0]:.2f} at the start; one thread, CPU time of the calling thread, "
           "medians, us a call")
     print("| model | IREE local-sync | jitvm | ratio | kernels | input copies, checks, hand-over | floor "

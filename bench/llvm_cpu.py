@@ -28,6 +28,7 @@ import numpy as np
 from bench.alternate import alternating_medians
 from bench.build import compile_model
 from bench.models import suite
+from bench.run import select
 
 
 def _ways(vmfb: str, function: str, threads: int) -> dict:
@@ -62,11 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--thread-time", action="store_true",
                    help="also time the one-thread pair in the calling thread's CPU time (time.thread_time)")
     args = p.parse_args(argv)
-    models = suite(args.resolution)
-    unknown = set(args.models or ()) - set(models)
-    if unknown:
-        p.error(f"unknown models {sorted(unknown)} (have: {', '.join(models)})")
-    chosen = [models[n] for n in args.models] if args.models else list(models.values())
+    chosen = select(suite(args.resolution), args.models)
     t = args.threads
     print(f"load average {os.getloadavg()[0]:.2f} at the start; per call, medians, ms")
     cpu = " | local-sync CPU | jitvm 1 thr CPU | ratio" if args.thread_time else ""

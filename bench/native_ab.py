@@ -24,6 +24,7 @@ import numpy as np
 from bench.build import compile_model
 from bench.exported import exported_suite
 from bench.models import suite
+from bench.run import select
 
 
 def medians(fns: dict, clocks: dict, inputs, rounds: int) -> dict[str, float]:
@@ -60,17 +61,14 @@ def main(argv: list[str] | None = None) -> int:
     import jitvm
 
     specs = exported_suite() if args.suite == "exported" else suite(args.resolution)
-    unknown = set(args.models) - set(specs)
-    if unknown:
-        p.error(f"unknown models {sorted(unknown)} (have: {', '.join(specs)})")
     t = args.threads
     print(f"load average {os.getloadavg()[0]:.2f}; ms per call, medians of {args.rounds} alternating rounds; "
           f"1 thread: CPU time, {t} threads: wall time")
     print(f"| model | llvm-cpu local-sync | jitvm 1 thr | ratio | llvm-cpu local-task ({t} thr) | jitvm {t} thr "
           f"| ratio | load |")
     print("|---|---|---|---|---|---|---|---|")
-    for name in args.models:
-        spec = specs[name]
+    for spec in select(specs, args.models):
+        name = spec.name
         inputs = spec.make_inputs()
         vmvx = str(compile_model(spec, "vmvx", log=lambda *a: None))
         native = str(compile_model(spec, "llvm-cpu", log=lambda *a: None))
