@@ -4,6 +4,10 @@ too small to pay for waking the thread pool run on the calling thread."""
 
 from __future__ import annotations
 
+import ctypes
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pytest
 
@@ -186,6 +190,22 @@ def test_one_runner_serves_several_python_threads(entry):
 
     with ThreadPoolExecutor(4) as callers:
         assert all(callers.map(one, range(40)))
+    runner.close()
+
+
+def test_threads_that_dispatch_first_at_once_share_one_pool():
+    """The first dispatches of several threads start one pool: a second would replace the
+    first while native code on another thread still posts to it (its memory then freed)."""
+    runner = NativeDispatchRunner(2)
+    start = threading.Barrier(8)
+
+    def first() -> int:
+        start.wait()
+        return id(runner.pool())
+
+    with ThreadPoolExecutor(8) as callers:
+        pools = set(callers.map(lambda _: first(), range(8)))
+    assert len(pools) == 1 and runner.state.pool == ctypes.addressof(runner.pool().state)
     runner.close()
 
 

@@ -62,6 +62,7 @@ class NativeDispatchRunner:
         self.address = ctypes.addressof(self.state)
         self.flush = fpu.flush_bits()
         self._pool = None  # started on the first dispatch that uses it
+        self._pool_lock = threading.Lock()
         self._serial = SerialDispatchRunner()
         self._costs: dict[int, CostT] = {}  # entry fn -> its measured cost
         self._spare: list[replay.Sequence] = []
@@ -77,9 +78,16 @@ class NativeDispatchRunner:
     last_threads = property(lambda self: self.state.last_threads, doc="how many threads the last dispatch ran on")
 
     def pool(self) -> workers.NativePool | None:
+        """The runner's pool, started once even when several threads make their first
+        dispatch at the same time: a second pool would replace the first in `state.pool`
+        while native code running on another thread still posts to it, and the first,
+        collected, would free the memory that code waits on (a hang, seen in CI)."""
         if self._pool is None and self.threads > 1 and native().pooled:
-            self._pool = workers.NativePool(self.threads - 1)
-            self.state.pool = ctypes.addressof(self._pool.state)
+            with self._pool_lock:
+                if self._pool is None:
+                    pool = workers.NativePool(self.threads - 1)
+                    self.state.pool = ctypes.addressof(pool.state)
+                    self._pool = pool
         return self._pool
 
     def split_loops_from(self, iterations: int) -> None:
@@ -134,7 +142,10 @@ class NativeDispatchRunner:
         cx, cy, cz = dispatch.workgroup_count
         if cx * cy * cz == 0:
             return
-        seq = self._spare.pop() if self._spare else replay.Sequence(self, 1)
+        try:
+            seq = self._spare.pop()  # one call: another thread may take the last one meanwhile
+        except IndexError:
+            seq = replay.Sequence(self, 1)
         try:
             seq.set_step(0, target, dispatch.constants.addr, dispatch.bindings.addr, dispatch.local_memory,
                          (cx, cy, cz))
