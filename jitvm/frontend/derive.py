@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from . import isa
 from .cconv import CallingConvention, argument_registers, parse_cconv
-from .disasm import IMPORT_BIT
+from .isa import IMPORT_BIT
 
 _WIDE = ("i64", "f64")
 _RETURN = isa.op("return")  # its value list is typed by the function's own results

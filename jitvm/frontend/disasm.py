@@ -11,10 +11,9 @@ import struct
 from dataclasses import dataclass
 
 from . import isa
-from .isa import IMPORT_BIT  # noqa: F401 - where the writer and derive take it from
+from .isa import IMPORT_BIT
 from .cconv import VALUE_CODES
 from .decode import Instruction, Reg
-
 
 
 def reg_name(reg: Reg, allow_move: bool = True) -> str:

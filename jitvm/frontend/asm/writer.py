@@ -23,7 +23,7 @@ from .archive_writer import align, plan_entries, write_archive
 from ..bitpack import iter_packed, packed_size, word_layout
 from ..cconv import parse_cconv
 from ..decode import Instruction
-from ..disasm import IMPORT_BIT
+from ..isa import IMPORT_BIT
 from .encode import EncodeError, encode_function, instruction_pcs
 from .flatbuild import Aligned, build as build_flatbuffer
 from ..module import SUPPORTED_BYTECODE_MAJOR, SUPPORTED_BYTECODE_MINOR

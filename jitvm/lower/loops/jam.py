@@ -276,14 +276,9 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
                     jammed_remainder=q_trips is None or q_trips % factor != 0, packs=packs)
 
 
-def _strided_across(vf, accesses, p: Loop, q: Loop) -> bool:
-    """Whether some load moves with P but not with Q by more than one element per
-    iteration of P: each P copy would read its own far-apart stream (see STRIDED_FACTOR)."""
-    return bool(_strided_loads(vf, accesses, p, q))
-
-
 def _strided_loads(vf, accesses, p: Loop, q: Loop) -> list:
-    """The loads _strided_across looks for."""
+    """The loads that move with P but not with Q by more than one element per iteration of
+    P: each P copy would read its own far-apart stream (see STRIDED_FACTOR)."""
     step = constant_value(vf, p.step)
     out = []
     for a in accesses:
@@ -461,8 +456,6 @@ def _factor(vf, loop: Loop, region: range) -> int:
 # 7.3 ms, 512x7x7x512 66.4 -> 15.5 ms; EfficientNet-Lite0's 1x1 conv 1152x7x7x192 3.8 ->
 # 1.0 ms; whole models 1663 -> 417 ms and 108 -> 58 ms (load 8-14).
 EVEN_MIN = 3
-
-
 EVEN_MAX_GROUPS = 4  # longer loops keep powers of two: their remainder is a small part
 
 

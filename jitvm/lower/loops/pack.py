@@ -128,87 +128,78 @@ def fits(packs) -> bool:
     return _bytes(packs) <= PACK_BYTES
 
 
+def _counted(e, name: str, count: int, step: int, body) -> None:
+    """for i = 0; i < count; i += step: body(i), at the builder's position (count a positive
+    multiple of step); the builder is left after the loop. `body` may open blocks of its own."""
+    b = e.b
+    entry = b.block
+    head, done = e.fn.append_basic_block(name), e.fn.append_basic_block(f"{name}_done")
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I64)
+    i.add_incoming(const(I64, 0), entry)
+    body(i)
+    after = b.add(i, const(I64, step), flags=["nsw", "nuw"])
+    i.add_incoming(after, b.block)
+    b.cbranch(b.icmp_signed("<", after, const(I64, count)), head, done)
+    b.position_at_end(done)
+
+
 def _copy_transposed(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
     """scratch[r * p_trips + p] = source[base + stride * p + r] for every p, r: r outer, p inner
     (the stores contiguous)."""
-    b, fn = e.b, e.fn
+    b = e.b
     width = const(I64, pk.access.width)
-    r_head, r_body = fn.append_basic_block("pack_r"), fn.append_basic_block("pack_p")
-    r_done = fn.append_basic_block("pack_done")
-    entry = b.block
-    b.branch(r_head)
-    b.position_at_end(r_head)
-    r = b.phi(I64)
-    r.add_incoming(const(I64, 0), entry)
-    row = b.add(base, r, flags=["nsw"])
-    out_row = b.mul(r, const(I64, pk.p_trips), flags=["nsw", "nuw"])
-    b.branch(r_body)
-    b.position_at_end(r_body)
-    p = b.phi(I64)
-    p.add_incoming(const(I64, 0), r_head)
-    src = b.add(row, b.mul(stride, p, flags=["nsw"]), flags=["nsw"])
-    value = b.load(b.gep(source, [b.mul(src, width, flags=["nsw", "nuw"])], source_etype=I8, inbounds=True),
-                   typ=elem)
-    value.align = pk.access.width
-    dst = b.add(out_row, p, flags=["nsw", "nuw"])
-    st = b.store(value, b.gep(scratch, [dst], source_etype=elem, inbounds=True))
-    st.align = pk.access.width
-    p_next = b.add(p, const(I64, 1), flags=["nsw", "nuw"])
-    p.add_incoming(p_next, b.block)
-    r_latch = fn.append_basic_block("pack_r_next")
-    b.cbranch(b.icmp_signed("<", p_next, const(I64, pk.p_trips)), r_body, r_latch)
-    b.position_at_end(r_latch)
-    r_next = b.add(r, const(I64, 1), flags=["nsw", "nuw"])
-    r.add_incoming(r_next, r_latch)
-    b.cbranch(b.icmp_signed("<", r_next, const(I64, pk.r_trips)), r_head, r_done)
-    b.position_at_end(r_done)
+
+    def row(r):
+        start = b.add(base, r, flags=["nsw"])
+        out_row = b.mul(r, const(I64, pk.p_trips), flags=["nsw", "nuw"])
+
+        def element(p):
+            src = b.add(start, b.mul(stride, p, flags=["nsw"]), flags=["nsw"])
+            value = b.load(b.gep(source, [b.mul(src, width, flags=["nsw", "nuw"])], source_etype=I8, inbounds=True),
+                           typ=elem)
+            value.align = pk.access.width
+            st = b.store(value, b.gep(scratch, [b.add(out_row, p, flags=["nsw", "nuw"])], source_etype=elem,
+                                      inbounds=True))
+            st.align = pk.access.width
+
+        _counted(e, "pack_p", pk.p_trips, 1, element)
+
+    _counted(e, "pack_r", pk.r_trips, 1, row)
 
 
 def _copy_tiles(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
     """The same copy, TILE x TILE elements at a time (both extents multiples of TILE): row
     p0 + i of a tile is source[base + stride * (p0 + i) + r0 ...], transposed in registers by
     swapping off-diagonal blocks of 8, 4, 2 and 1 lanes, stored as rows r0 + i of the copy."""
-    b, fn = e.b, e.fn
+    b = e.b
     vec = ir.VectorType(elem, TILE)
     width = const(I64, pk.access.width)
-    entry = b.block
-    p_head, r_body = fn.append_basic_block("pack_tile_p"), fn.append_basic_block("pack_tile_r")
-    p_latch, done = fn.append_basic_block("pack_tile_p_next"), fn.append_basic_block("pack_done")
-    b.branch(p_head)
-    b.position_at_end(p_head)
-    p0 = b.phi(I64)
-    p0.add_incoming(const(I64, 0), entry)
-    b.branch(r_body)
-    b.position_at_end(r_body)
-    r0 = b.phi(I64)
-    r0.add_incoming(const(I64, 0), p_head)
-    rows = []
-    for i in range(TILE):
-        src = b.add(b.add(base, r0, flags=["nsw"]), b.mul(stride, b.add(p0, const(I64, i), flags=["nsw", "nuw"]),
-                                                          flags=["nsw"]), flags=["nsw"])
-        row = b.load(b.gep(source, [b.mul(src, width, flags=["nsw", "nuw"])], source_etype=I8, inbounds=True),
-                     typ=vec)
-        row.align = pk.access.width
-        rows.append(row)
-    block = TILE // 2
-    while block:
-        low = [c if not c & block else TILE + c - block for c in range(TILE)]
-        high = [c + block if not c & block else TILE + c for c in range(TILE)]
+
+    def tile(p0, r0):
+        rows = []
         for i in range(TILE):
-            if not i & block:
-                j = i + block
-                rows[i], rows[j] = b.shuffle_vector(rows[i], rows[j], low), b.shuffle_vector(rows[i], rows[j], high)
-        block //= 2
-    for i in range(TILE):
-        dst = b.add(b.mul(b.add(r0, const(I64, i), flags=["nsw", "nuw"]), const(I64, pk.p_trips), flags=["nsw", "nuw"]),
-                    p0, flags=["nsw", "nuw"])
-        st = b.store(rows[i], b.gep(scratch, [dst], source_etype=elem, inbounds=True))
-        st.align = pk.access.width
-    r_next = b.add(r0, const(I64, TILE), flags=["nsw", "nuw"])
-    r0.add_incoming(r_next, r_body)
-    b.cbranch(b.icmp_signed("<", r_next, const(I64, pk.r_trips)), r_body, p_latch)
-    b.position_at_end(p_latch)
-    p_next = b.add(p0, const(I64, TILE), flags=["nsw", "nuw"])
-    p0.add_incoming(p_next, p_latch)
-    b.cbranch(b.icmp_signed("<", p_next, const(I64, pk.p_trips)), p_head, done)
-    b.position_at_end(done)
+            src = b.add(b.add(base, r0, flags=["nsw"]), b.mul(stride, b.add(p0, const(I64, i), flags=["nsw", "nuw"]),
+                                                              flags=["nsw"]), flags=["nsw"])
+            row = b.load(b.gep(source, [b.mul(src, width, flags=["nsw", "nuw"])], source_etype=I8, inbounds=True),
+                         typ=vec)
+            row.align = pk.access.width
+            rows.append(row)
+        block = TILE // 2
+        while block:
+            low = [c if not c & block else TILE + c - block for c in range(TILE)]
+            high = [c + block if not c & block else TILE + c for c in range(TILE)]
+            for i in range(TILE):
+                if not i & block:
+                    j = i + block
+                    rows[i], rows[j] = b.shuffle_vector(rows[i], rows[j], low), b.shuffle_vector(rows[i], rows[j], high)
+            block //= 2
+        for i in range(TILE):
+            dst = b.add(b.mul(b.add(r0, const(I64, i), flags=["nsw", "nuw"]), const(I64, pk.p_trips),
+                              flags=["nsw", "nuw"]), p0, flags=["nsw", "nuw"])
+            st = b.store(rows[i], b.gep(scratch, [dst], source_etype=elem, inbounds=True))
+            st.align = pk.access.width
+
+    _counted(e, "pack_tile_p", pk.p_trips, TILE, lambda p0: _counted(e, "pack_tile_r", pk.r_trips, TILE,
+                                                                      lambda r0: tile(p0, r0)))
