@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 
 import llvmlite
-import llvmlite.binding as llvm
 
 from ..errors import Error
 from ..lower.llvm.cache import sources_digest
 from ..runtime.exec import fpu, nativecode
 from ..runtime.modules.hal import native as hal_native
-from ..runtime.native import bundle, cache, engine
+from ..runtime.native import bundle, cache, engine, hostinfo
 from ..runtime.native import target as targets
 from ..runtime.vm import nativelib
 from ..version import __version__
@@ -35,7 +34,7 @@ def manifest_for(module) -> dict:
         "module_name": module.name,
         "target": {"triple": host.triple, "cpu": host.cpu, "features": host.features},
         "jitvm": {"version": __version__, "sources": sources_digest()},
-        "llvm": {"llvmlite": llvmlite.__version__, "version": ".".join(map(str, llvm.llvm_version_info))},
+        "llvm": {"llvmlite": llvmlite.__version__, "version": targets.llvm_version()},
     }
 
 
@@ -44,7 +43,8 @@ def write_bundle(module, keys, out) -> int:
     stored: `cache.recording()`) and all of the runtime's own native code to `out`, with the
     manifest; returns how many entries the bundle holds."""
     _load_runtime_code()
-    return bundle.write(out, manifest_for(module), set(keys) | engine.RUNTIME_KEYS)
+    host = {hostinfo.record_key()} if cache.contains(hostinfo.record_key()) else set()  # read before LLVM on a load
+    return bundle.write(out, manifest_for(module), set(keys) | engine.RUNTIME_KEYS | host)
 
 
 def _load_runtime_code() -> None:
@@ -60,6 +60,7 @@ def _load_runtime_code() -> None:
 def open_bundle(path, module) -> bundle.Bundle:
     """The bundle at `path`, checked against `module` and this host, jitvm and LLVM."""
     opened = bundle.Bundle(path)
+    hostinfo.adopt(opened)  # this host's description, if the bundle was made on such a host
     want, have = manifest_for(module), opened.manifest
     for field, what in (("module_sha256", "module"), ("target", "host"), ("jitvm", "jitvm"), ("llvm", "LLVM")):
         if have.get(field) != want[field]:

@@ -14,8 +14,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import llvmlite
-import llvmlite.binding as llvm
 
+from ...runtime.native import target as targets
 from ...runtime.native.cache import FORMAT
 from ...version import __version__
 
@@ -47,7 +47,7 @@ def _source_files(root: str, sub: str):
 def key(flatbuffer: bytes | memoryview, target, options: dict) -> str:
     h = hashlib.sha256()
     for part in (FORMAT, __version__, sources_digest(), llvmlite.__version__,
-                 ".".join(map(str, llvm.llvm_version_info)), target.triple, target.cpu, target.features,
+                 targets.llvm_version(), target.triple, target.cpu, target.features,
                  json.dumps(options, sort_keys=True)):
         h.update(str(part).encode())
         h.update(b"\0")

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-import llvmlite.binding as llvm
-
 from ...runtime.native import target as targets
+from ...runtime.native.target import llvm  # llvmlite's bindings, imported when first used
 
 BACKGROUND_NICE = 10  # how much lower background compiles (in_workers: a tier-up) run than calls
 BASELINE = -1  # the `speed` of the baseline tier: BASELINE_PASSES instead of LLVM's O1/O2/O3

@@ -128,6 +128,11 @@ def store(k: str, objects: list[bytes], meta: dict) -> None:
         pass  # a read-only or full disk only costs recompilation
 
 
+def drop(k: str) -> None:
+    """Removes the directory's entry `k` (one its reader found unusable), so it can be stored anew."""
+    shutil.rmtree(cache_dir() / k[:2] / k, ignore_errors=True)
+
+
 @contextmanager
 def lock(k: str, blocking: bool = True):
     """Holds the store's lock on key `k` (an flock on a file of its own, removed by its

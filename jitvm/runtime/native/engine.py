@@ -5,8 +5,12 @@ machine and frees it when the engine is disposed, so a machine shared between en
 with the compiler's cached ones) would be freed twice. A `JitModule` keeps its engine, and
 so its code, alive for as long as it is referenced.
 
-Symbols are process-wide (LLVM's symbol table): code compiled later links against what
-earlier modules `export` and what `provide` registers (libc, libm, Python callbacks).
+Symbols are process-wide (runtime.native.symtab, handed to LLVM's table when llvmlite is
+first needed): code compiled later links against what earlier modules `export` and what
+`provide` registers (libc, libm, Python callbacks).
+
+Object code alone (the code store's) is mapped by jitvm's own loader (runtime.native.objload)
+without LLVM; what that loader does not understand goes through MCJIT.
 """
 
 from __future__ import annotations
@@ -18,31 +22,39 @@ from collections import Counter
 from typing import Iterable, Mapping
 
 import llvmlite
-import llvmlite.binding as llvm
 
-from . import cache, target as targets
+from . import cache, objload, symtab, target as targets
 
 STATS: Counter = Counter()  # runtime_compiled, runtime_cache_hits: the runtime's own native code
 RUNTIME_KEYS: set[str] = set()  # the code-store keys of the runtime code this process loaded (bundles need them)
 _lock = threading.Lock()  # one engine at a time: loads come from several threads, LLVM's global context is shared
 
 
-class JitModule:
-    """Code compiled or linked into this process, alive as long as this object."""
+def bindings():
+    """llvmlite's bindings, imported when first needed, with jitvm's symbols handed to LLVM."""
+    binding = targets.binding()
+    symtab.attach(binding.add_symbol)
+    return binding
 
-    def __init__(self, engine: llvm.ExecutionEngine):
+
+class JitModule:
+    """Code compiled or linked into this process, alive as long as this object: an MCJIT
+    `engine`, or an image jitvm's loader `mapped` (runtime.native.objload.Image)."""
+
+    def __init__(self, engine=None, mapped: objload.Image | None = None):
         self.engine = engine
+        self.mapped = mapped
 
     def address(self, name: str) -> int:
         """The address of function `name`."""
-        addr = self.engine.get_function_address(name)
+        addr = self.mapped.symbols.get(name) if self.mapped else self.engine.get_function_address(name)
         if not addr:
             raise KeyError(f"symbol {name} not found in compiled code")
         return addr
 
     def global_address(self, name: str) -> int:
         """The address of global variable `name`."""
-        addr = self.engine.get_global_value_address(name)
+        addr = self.mapped.symbols.get(name) if self.mapped else self.engine.get_global_value_address(name)
         if not addr:
             raise KeyError(f"global {name} not found in compiled code")
         return addr
@@ -64,6 +76,15 @@ def jit_module(ir: str | llvm.ModuleRef | None = None, objects: Iterable[bytes] 
     if isinstance(ir, str) and cached:
         objects.append(_object_code(ir, host, opt))
         ir = None
+    mapped = objload.load(objects) if ir is None else None
+    code = JitModule(mapped=mapped) if mapped is not None else _mcjit(ir, objects, host, opt)
+    provide({name: code.address(name) for name in export})
+    return code
+
+
+def _mcjit(ir, objects: list[bytes], host, opt: int) -> JitModule:
+    """`ir` and `objects` linked by an MCJIT engine of their own."""
+    llvm = bindings()
     with _lock:
         if ir is None:
             mod = llvm.parse_assembly(f'target triple = "{host.triple}"\n')
@@ -75,15 +96,13 @@ def jit_module(ir: str | llvm.ModuleRef | None = None, objects: Iterable[bytes] 
         for obj in objects:
             engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
-    code = JitModule(engine)
-    provide({name: code.address(name) for name in export})
-    return code
+    return JitModule(engine)
 
 
 def runtime_key(ir: str, host, opt: int) -> str:
     """The code store's key of runtime IR text `ir` compiled for `host` at `opt`."""
     h = hashlib.sha256()
-    for part in ("runtime-ir-1", llvmlite.__version__, ".".join(map(str, llvm.llvm_version_info)), host.triple,
+    for part in ("runtime-ir-1", llvmlite.__version__, targets.llvm_version(), host.triple,
                  host.cpu, host.features, str(opt), ir):
         h.update(part.encode())
         h.update(b"\0")
@@ -126,6 +145,7 @@ def _object_code(ir: str, host, opt: int) -> bytes:
 
 def compile_object(ir: str, host, opt: int) -> bytes:
     """Object code of runtime IR text `ir` for `host` at `opt` (what the store keeps)."""
+    llvm = bindings()
     with _lock:
         mod = llvm.parse_assembly(ir)
         mod.triple = host.triple
@@ -134,9 +154,8 @@ def compile_object(ir: str, host, opt: int) -> bytes:
 
 
 def provide(symbols: Mapping[str, int]) -> None:
-    """Makes each name resolve to its address in code compiled from now on."""
-    for name, addr in symbols.items():
-        llvm.add_symbol(name, addr)
+    """Makes each name resolve to its address in code compiled or loaded from now on."""
+    symtab.add(symbols)
 
 
 def libc(names: Iterable[str]) -> dict[str, int]:

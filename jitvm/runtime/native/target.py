@@ -3,6 +3,8 @@ named cross targets.
 
 The host's CPU name and features decide code generation and are part of the compile-cache
 key; EXT_F32/EXT_F64 availability follows from the host having hardware floating point.
+LLVM is asked once per host: the answer is kept in the code store (runtime.native.hostinfo),
+so a process that only maps stored code never imports llvmlite's bindings.
 """
 
 from __future__ import annotations
@@ -10,10 +12,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-import llvmlite.binding as llvm
+from . import hostinfo, hwcaps
 
-from . import hwcaps
 
+def binding():
+    """llvmlite's bindings, imported on first use (loading libLLVM costs 35-55 ms)."""
+    import llvmlite.binding as llvm
+
+    return llvm
+
+
+class _LazyBinding:
+    """llvmlite's bindings for modules that only compile (`from ...target import llvm`): the
+    import happens at the first attribute used, not when the module is imported."""
+
+    def __getattr__(self, name: str):
+        return getattr(binding(), name)
+
+
+llvm = _LazyBinding()
 
 
 def initialize_llvm() -> None:
@@ -40,10 +57,27 @@ class Target:
 def host() -> Target:
     """The machine this process runs on. On arm64 Linux its features are the kernel's hwcaps
     (runtime.native.hwcaps: what IREE reads), not LLVM's reading of /proc/cpuinfo."""
+    d = hostinfo.description(_ask_llvm)
+    return Target(d["triple"], d["cpu"], d["features"])
+
+
+def llvm_version() -> str:
+    """The version of the LLVM this process compiles with ("22.1.0"), as the cache keys spell it."""
+    return hostinfo.description(_ask_llvm)["llvm"]
+
+
+def host_features() -> dict[str, bool]:
+    """The host's features as LLVM names them: name -> enabled (from `host().features`)."""
+    return {f[1:]: f[0] == "+" for f in host().features.split(",") if f[:1] in "+-" and len(f) > 1}
+
+
+def _ask_llvm() -> dict[str, str]:
+    """What `host` and `llvm_version` answer, from LLVM (runtime.native.hostinfo stores it)."""
     initialize_llvm()
     arm64 = hwcaps.host_features()
     features = llvm.get_host_cpu_features().flatten() if arm64 is None else hwcaps.llvm_feature_string(arm64)
-    return Target(llvm.get_process_triple(), llvm.get_host_cpu_name(), features)
+    return {"triple": llvm.get_process_triple(), "cpu": llvm.get_host_cpu_name(), "features": features,
+            "llvm": ".".join(map(str, llvm.llvm_version_info))}
 
 
 def wide_vectors(target: Target) -> bool:

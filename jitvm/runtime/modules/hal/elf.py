@@ -31,48 +31,18 @@ import ctypes
 import mmap
 import struct
 import sys
-from collections import namedtuple
 from dataclasses import dataclass
 
 from ....errors import FormatError, UnsupportedError
+from ...native.elf64 import (DYN, EHDR, ELFCLASS64, ELFDATA2LSB, ET_DYN, EV_CURRENT, MACHINE_NAMES, PHDR, RELA,  # noqa: F401
+                             SHDR, SHN_ABS, SHN_UNDEF, STB_GLOBAL, STB_WEAK, SYM, Record, clear_cache, libc)
 
 QUERY_SYMBOL = "iree_hal_executable_library_query"
 MAX_IMAGE_BYTES = 1 << 30  # an executable image larger than this is refused (a corrupt span)
 
-
-# --- record layouts (little-endian ELF64), described once ---------------------------------
-
-class Record:
-    """One fixed-size ELF record: its struct format and field names."""
-
-    def __init__(self, name: str, fmt: str, fields: str):
-        self.name = name
-        self.struct = struct.Struct("<" + fmt)
-        self.size = self.struct.size
-        self.tuple = namedtuple(name.replace(" ", "_"), fields)
-
-    def read(self, data: bytes, offset: int, what: str):
-        if offset < 0 or offset + self.size > len(data):
-            raise FormatError(f"{what} at offset {offset:#x} needs {self.size} bytes, but the file has "
-                              f"{len(data)}")
-        return self.tuple._make(self.struct.unpack_from(data, offset))
-
-
-EHDR = Record("ELF header", "16sHHIQQQIHHHHHH",
-              "ident type machine version entry phoff shoff flags ehsize phentsize phnum shentsize shnum "
-              "shstrndx")
-PHDR = Record("program header", "IIQQQQQQ", "type flags offset vaddr paddr filesz memsz align")
-SHDR = Record("section header", "IIQQQQIIQQ", "name type flags addr offset size link info addralign entsize")
-DYN = Record("dynamic entry", "qQ", "tag val")
-SYM = Record("symbol", "IBBHQQ", "name info other shndx value size")
-RELA = Record("relocation", "QQq", "offset info addend")
-
-ELFCLASS64, ELFDATA2LSB, EV_CURRENT, ET_DYN = 2, 1, 1, 3
 PT_LOAD, PT_DYNAMIC, PT_GNU_RELRO = 1, 2, 0x6474E552
 PF_X, PF_W, PF_R = 1, 2, 4
-SHN_UNDEF, SHN_ABS = 0, 0xFFF1
 SHT_DYNSYM = 11
-STB_GLOBAL, STB_WEAK = 1, 2
 
 DT_NAMES = {
     0: "DT_NULL", 1: "DT_NEEDED", 2: "DT_PLTRELSZ", 4: "DT_HASH", 5: "DT_STRTAB", 6: "DT_SYMTAB", 7: "DT_RELA",
@@ -112,7 +82,6 @@ MACHINES = {
         1031: "R_AARCH64_TLSDESC", 1032: "R_AARCH64_IRELATIVE",
     }, True),
 }
-MACHINE_NAMES = {3: "x86 (32-bit)", 40: "arm (32-bit)", 243: "riscv", 62: "x86_64", 183: "aarch64"}
 
 
 def host_machine() -> Machine | None:
@@ -448,37 +417,6 @@ def _read_relocations(elf: ElfFile) -> None:
 
 # --- loading -------------------------------------------------------------------------------
 
-_libc = None
-
-
-def _c():
-    global _libc
-    if _libc is None:
-        lib = ctypes.CDLL(None, use_errno=True)
-        lib.mmap.restype = ctypes.c_void_p
-        lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                             ctypes.c_long]
-        lib.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
-        lib.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        _libc = lib
-    return _libc
-
-
-def _clear_cache():
-    """`__clear_cache(begin, end)` of the C runtime (aarch64 needs it after writing code)."""
-    import ctypes.util
-
-    for name in (None, ctypes.util.find_library("gcc_s"), "libgcc_s.so.1"):
-        try:
-            fn = getattr(ctypes.CDLL(name), "__clear_cache")
-        except (OSError, AttributeError):
-            continue
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        fn.restype = None
-        return fn
-    return None
-
-
 class LoadedElf:
     """An ELF image mapped into this process; `close()` unmaps it (nothing may run it after)."""
 
@@ -503,7 +441,7 @@ class LoadedElf:
 
     def close(self) -> None:
         if self.base:
-            _c().munmap(self.base, self.size)
+            libc().munmap(self.base, self.size)
             self.base = 0
 
 
@@ -533,8 +471,8 @@ def map_image(elf: ElfFile) -> LoadedElf:
     lo = elf.min_vaddr & ~(page - 1)
     hi = (elf.max_vaddr + page - 1) & ~(page - 1)
     size = hi - lo
-    libc = _c()
-    addr = libc.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
+    c = libc()
+    addr = c.mmap(None, size, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS, -1, 0)
     if addr in (None, ctypes.c_void_p(-1).value):
         err = ctypes.get_errno()
         raise UnsupportedError(f"{elf.origin}: cannot map {size} bytes for the executable image (errno {err})")
@@ -581,17 +519,17 @@ def _protect(elf: ElfFile, image: LoadedElf, page: int) -> None:
         for p in range(start, end, page):
             if p in pages:
                 pages[p] &= ~PF_W
-    libc = _c()
+    c = libc()
     for p in sorted(pages):
         flags = pages[p]
         prot = (mmap.PROT_READ if flags & (PF_R | PF_W | PF_X) else 0) | \
                (mmap.PROT_WRITE if flags & PF_W else 0) | (mmap.PROT_EXEC if flags & PF_X else 0)
-        if libc.mprotect(p, page, prot or mmap.PROT_READ) != 0:
+        if c.mprotect(p, page, prot or mmap.PROT_READ) != 0:
             raise UnsupportedError(f"{elf.origin}: mprotect of the page at image offset {p - image.base:#x} "
                                    f"failed (errno {ctypes.get_errno()}); the system may forbid executable "
                                    f"memory")
     if elf.machine.icache_flush:
-        flush = _clear_cache()
+        flush = clear_cache()
         if flush is None:
             raise UnsupportedError(f"{elf.origin}: no __clear_cache in this process to make the loaded code "
                                    f"visible to instruction fetch")

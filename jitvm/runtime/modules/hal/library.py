@@ -29,8 +29,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
-import llvmlite.binding as llvm
-
 from ....errors import FormatError, UnsupportedError
 from ...exec.library import DISPATCH_FLAG_SEQUENTIAL  # noqa: F401 - the ABI's flags, together
 from ...exec.nativecode import native as native_executor
@@ -92,15 +90,12 @@ CPU_FEATURE_BITS: tuple[tuple[str, int, int, str], ...] = (
 @lru_cache(maxsize=None)
 def host_features() -> dict[str, bool]:
     """The host CPU's features: feature name -> present. On arm64 Linux the kernel's hwcaps, as
-    IREE's runtime reads them; elsewhere LLVM's view (every feature LLVM knows)."""
+    IREE's runtime reads them; elsewhere LLVM's view (every feature LLVM knows), as the host
+    target holds it (runtime.native.target: stored, so no process asks LLVM twice)."""
     arm64 = hwcaps.host_features()
     if arm64 is not None:
         return arm64
-    target.initialize_llvm()
-    try:
-        return dict(llvm.get_host_cpu_features())
-    except RuntimeError:  # LLVM cannot tell on this host
-        return {}
+    return target.host_features()
 
 
 @lru_cache(maxsize=None)
