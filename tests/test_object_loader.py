@@ -19,7 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import jitvm
 from jitvm.errors import FormatError
+from jitvm.fuzz.corpus import make_inputs
 from jitvm.runtime.native import cache, engine, hostinfo, objload, symtab
 from jitvm.runtime.native import target as targets
 
@@ -157,6 +159,40 @@ def test_symbols_registered_before_llvm_is_attached_reach_it():
         assert added.get("jvt_late") == 0x5678
     finally:
         symtab._add = saved
+
+
+def _results(module, function, args):
+    try:
+        r = module[function](*args)
+    except jitvm.Trap as e:
+        return ("trap", e.status_name, e.message)
+    r = [] if r is None else list(r) if isinstance(r, tuple) else [r]
+    return ("ok", [(v.dtype.str, v.shape, v.tobytes()) if isinstance(v, np.ndarray) else repr(v) for v in r])
+
+
+def test_the_corpus_computes_the_same_bits_mapped_and_through_mcjit(corpus, monkeypatch):
+    """Every MLIR corpus program's JIT code (compiled at its first call, then from the store)
+    loaded by each loader in turn: jitvm's when the switch is on, MCJIT when it is off."""
+    programs = [m for m in corpus if m.kind == "mlir" and m.calls]
+    mapped = {"ours": 0, "theirs": 0}
+
+    def run(side, module, function, args):
+        if side == "ours":
+            monkeypatch.delenv(objload.ENV, raising=False)
+        else:
+            monkeypatch.setenv(objload.ENV, "0")
+        before = objload.STATS["mapped"]
+        got = _results(module, function, args)
+        mapped[side] += objload.STATS["mapped"] - before
+        return got
+
+    for m in programs:
+        loaded = {side: jitvm.load(str(m.vmfb), backend="jit") for side in mapped}
+        for i, call in enumerate(m.calls):
+            args = make_inputs(m, i)
+            got = {side: run(side, module, call.function, args) for side, module in loaded.items()}
+            assert got["ours"] == got["theirs"], (m.name, call)
+    assert mapped["ours"] >= len(programs) and mapped["theirs"] == 0, mapped
 
 
 def _run(code: str, store: Path, **env) -> str:
