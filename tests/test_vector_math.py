@@ -12,15 +12,35 @@ import numpy as np
 import pytest
 
 from jitvm.lower.llvm import vector_math
-from jitvm.runtime.native import vecmath
+from jitvm.runtime.native import target as targets, vecmath
 
-HOST_REPRODUCED = vector_math.available()
+
+
+def _plain_forms_reproduce_libm() -> bool:
+    """The host is one whose libm the forms follow and the plain forms match it on the probe
+    set: there every form (the AVX-512 ones too) must match, so a wrong one fails here
+    instead of switching vector math off and skipping."""
+    if not vector_math._switched_on():
+        return False
+    try:
+        maps = vector_math.Maps()
+    except Exception:
+        return False
+    x = vector_math.probe_inputs()
+    return all(maps.differences(name, x).size == 0 for name in vecmath.FUNCTIONS)
+
+
+HOST_REPRODUCED = _plain_forms_reproduce_libm()
 needs_host = pytest.mark.skipif(not HOST_REPRODUCED, reason="this host's libm is not the one vecmath reproduces")
 
 
-@pytest.fixture(scope="module")
-def maps():
-    return vector_math.Maps()
+# The forms lowering uses on this host: the AVX-512 ones (16 lanes, permuted tables) too where it has it.
+FORMS = ["plain"] + (["wide"] if targets.wide_vectors(targets.host()) else [])
+
+
+@pytest.fixture(scope="module", params=FORMS)
+def maps(request):
+    return vector_math.Maps(wide=request.param == "wide")
 
 
 def _dense_sample() -> np.ndarray:
@@ -94,14 +114,31 @@ def test_the_probe_answer_is_kept_in_the_store(tmp_path, monkeypatch):
         vector_math.available.cache_clear()
 
 
-def test_definitions_parse_and_name_every_width():
+@pytest.mark.parametrize("wide", [False, True])
+def test_definitions_parse_and_name_every_width(wide):
     import llvmlite.binding as llvm
-    text = vecmath.definitions(vecmath.FUNCTIONS)
+    text = vecmath.definitions(vecmath.FUNCTIONS, wide=wide)
     llvm.parse_assembly(text).verify()
     for name in vecmath.FUNCTIONS:
-        for w in vecmath.WIDTHS:
+        for w in vecmath.widths(wide):
             assert f"_ZGV_LLVM_N{w}v_{vecmath.SCALAR_NAME[name]}({vecmath.vector_name(name, w)})" \
-                in vecmath.call_attributes(name)
+                in vecmath.call_attributes(name, wide)
+    assert ("vpermi2var" in text) is wide  # the wide forms read their tables by permutes
+
+
+@needs_host
+@pytest.mark.skipif("wide" not in FORMS, reason="no AVX-512 here")
+def test_a_wrong_table_entry_shows_in_the_wide_forms(monkeypatch):
+    """The permuted lookup reads the table entries the scalar code reads: one entry changed
+    (the last, reached through index bit 4 and the second permute) changes results."""
+    x = vector_math.probe_inputs()
+    table = list(vecmath._EXP2F_TABLE)
+    table[31] += 1 << 32  # a change in the float bits of the results for most of the inputs using it
+    monkeypatch.setattr(vecmath, "_EXP2F_GLOBAL", vecmath._EXP2F_GLOBAL.replace(
+        f"i64 {vecmath._EXP2F_TABLE[31]}]", f"i64 {table[31]}]"))
+    monkeypatch.setattr(vecmath, "_GLOBALS", {**vecmath._GLOBALS, "expf": vecmath._EXP2F_GLOBAL})
+    assert vecmath._EXP2F_GLOBAL.endswith(f"i64 {table[31]}], align 8")
+    assert vector_math.Maps(["expf"], wide=True).differences("expf", x).size > 0
 
 
 # --- end to end: VMVX programs ----------------------------------------------------------------
@@ -161,7 +198,7 @@ def test_the_loops_vectorise_with_the_vector_forms(programs, name, function, tmp
 
     def vector_calls(text):
         return sum(f"@{vecmath.vector_name(function, w)}(" in line and "call" in line
-                   for w in vecmath.WIDTHS for line in text.splitlines())
+                   for w in vecmath.WIDE_WIDTHS for line in text.splitlines())
     assert vector_calls(lowered_ir(verified)) > 0
     plain = lowered_ir(verified, vector_math_on=False)
     assert vector_calls(plain) == 0 and f"@{function}(" in plain

@@ -39,7 +39,8 @@ class JitBackend:
         self.threads = threads
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
         # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops,
-        # chunk_loops, wide_vectors, scope_buffers, pack_operands
+        # chunk_loops, wide_vectors, scope_buffers, pack_operands, wide_math,
+        # shared_blocking
         # (ModuleLowering)
         # and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})

@@ -58,9 +58,12 @@ class ModuleLowering:
                  version_loops: bool = True, jam_loops: bool = True, affine_indices: bool = True,
                  parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True,
                  derive_indices: bool = True, vector_math: bool = False, chunk_loops: bool = True,
-                 wide_vectors: bool = False, scope_buffers: bool = True, pack_operands: bool = True):
+                 wide_vectors: bool = False, scope_buffers: bool = True, pack_operands: bool = True,
+                 wide_math: bool = True, shared_blocking: bool = True):
         self.verified = verified
         self.vector_math = vector_math  # libm calls the vectoriser may replace (runtime.native.vecmath)
+        # ... by their AVX-512 forms too (16 lanes, tables read by permutes), where wide_vectors
+        self.wide_math = wide_math and wide_vectors
         self._vector_math_used: set[str] = set()
         self.version_loops = version_loops  # guarded copies of loop nests without per-access checks
         self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.loops.jam)
@@ -76,6 +79,8 @@ class ModuleLowering:
         self.wide_vectors = wide_vectors
         # the fast copy of a nest not jammed has its buffers in alias scopes when apart (lower.loops.scopes)
         self.scope_buffers = scope_buffers
+        # register blocking only where the blocked copies share a load (lower.loops.versioning.shares_loads)
+        self.shared_blocking = shared_blocking
         # a register-blocked nest's far-apart loads read from a transposed copy (lower.loops.pack)
         self.pack_operands = pack_operands
         self.pack_buffers: dict = {}  # LLVM function name -> its stack buffer for those copies
@@ -119,9 +124,10 @@ class ModuleLowering:
             self.runtime(name)  # the wrapper calls it
             if name not in self._vector_math_used:
                 self._vector_math_used.add(name)
-                self.module.appendix["vecmath"] = vecmath.definitions(self._vector_math_used, declare_libm=False)
+                self.module.appendix["vecmath"] = vecmath.definitions(self._vector_math_used, declare_libm=False,
+                                                                      wide=self.wide_math)
             return ir.DefinedElsewhere(ir.FunctionType(F32, [F32]), vecmath.SCALAR_NAME[name]), \
-                (vecmath.call_attributes(name),)
+                (vecmath.call_attributes(name, self.wide_math),)
         return self.runtime(name), ("nobuiltin",)
 
     def helper(self, name: str) -> ir.Function:

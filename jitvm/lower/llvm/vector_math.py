@@ -43,22 +43,24 @@ def probe_inputs(count: int = 1 << 16, seed: int = 22) -> np.ndarray:
 class Maps:
     """Compiled loops out[i] = f(in[i]) over float32 arrays: through each width's vector form
     ("vector4", "vector8", ...) and through the scalar libm call ("scalar"). Their object code
-    is kept in the code store, so a later process pays only for running the probe."""
+    is kept in the code store, so a later process pays only for running the probe. `wide`:
+    the AVX-512 forms (vecmath's `wide`), which only a host with AVX-512 can run."""
 
-    def __init__(self, names=vecmath.FUNCTIONS):
+    def __init__(self, names=vecmath.FUNCTIONS, wide: bool = False):
         mathlib.register_symbols()
-        ir = vecmath.definitions(names)
-        self.kinds = ["scalar"] + [f"vector{w}" for w in vecmath.WIDTHS]
+        ir = vecmath.definitions(names, wide=wide)
+        widths = vecmath.widths(wide)
+        self.kinds = ["scalar"] + [f"vector{w}" for w in widths]
         for name in names:
             ir += vecmath.map_function(name, f"scalar_{name}")
-            ir += "".join(vecmath.map_function(name, f"vector{w}_{name}", w) for w in vecmath.WIDTHS)
+            ir += "".join(vecmath.map_function(name, f"vector{w}_{name}", w) for w in widths)
         self.code = engine.jit_module(ir)
         self._fns = {(kind, name): self.code.function(f"{kind}_{name}", _MAP) for name in names for kind in self.kinds}
-        self._pad = max(vecmath.WIDTHS)
+        self._pad = max(widths)
 
     def run(self, kind: str, name: str, x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """`name` of every element of `x` through `kind` ("vector": the widest form)."""
-        kind = f"vector{max(vecmath.WIDTHS)}" if kind == "vector" else kind
+        kind = f"vector{self._pad}" if kind == "vector" else kind
         x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
         if x.size % self._pad:
             x = np.concatenate([x, np.zeros(self._pad - x.size % self._pad, np.float32)])
@@ -127,12 +129,12 @@ def available() -> bool:
     hit = store.load(k) if k else None
     if hit is not None:
         return bool(hit[1].get("available"))
-    try:
-        maps = Maps()
+    try:  # the forms lowering may use here: the AVX-512 ones too where the host has it
+        all_maps = [Maps(wide=wide) for wide in sorted({False, targets.wide_vectors(targets.host())})]
     except Exception:  # a host LLVM cannot build them for (e.g. no vector registers): plain calls
         return False
     x = probe_inputs()
-    answer = all(maps.differences(name, x).size == 0 for name in vecmath.FUNCTIONS)
+    answer = all(maps.differences(name, x).size == 0 for maps in all_maps for name in vecmath.FUNCTIONS)
     if k:
         store.store(k, [], {"what": "vector math probe", "available": answer})
     return answer

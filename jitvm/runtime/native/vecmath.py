@@ -14,6 +14,11 @@ LLVM's `vector-function-abi-variant` attribute, so the loop vectoriser may repla
 the vector forms defined next to it. Whether the host's libm is the one reproduced is
 checked once per process (`available`): the vector forms are compiled and compared with
 the scalar calls on a probe set; any difference and lowering keeps plain libm calls.
+
+With `wide` (a target with AVX-512: runtime.native.target.wide_vectors) the forms come in
+16 lanes too, and the 8- and 16-lane forms read their 32-entry tables with two in-register
+permutes and a blend instead of one scalar load per lane: the same table entries, so the
+same bits. Measured one thread (Xeon, Emerald Rapids, CPU time, load ~1.5): see WIDE_NOTE.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ import struct
 from functools import lru_cache
 
 WIDTHS = (4, 8)
+WIDE_WIDTHS = (4, 8, 16)  # with `wide`: 16 lanes fill a 512-bit register of floats
+PERMUTE_LANES = 8  # i64 lanes one AVX-512 permute reads from two registers of the table (16 entries)
 ENV_SWITCH = "JITVM_VECTOR_MATH"  # "0": plain libm calls (for benchmarks and bisecting)
 
 # glibc's __exp2f_data (sysdeps/ieee754/flt-32/e_exp2f_data.c): 2^(i/32) as doubles, less i << 47.
@@ -50,8 +57,9 @@ def _d(value: float) -> str:
 class _Lines:
     """IR text of one vector function: numbered temporaries, splat constants."""
 
-    def __init__(self, width: int):
+    def __init__(self, width: int, wide: bool = False):
         self.w = width
+        self.wide = wide  # tables read by AVX-512 permutes (_permute_lookup)
         self.lines: list[str] = []
         self.n = 0
         self.block = "entry"  # the block being filled
@@ -78,7 +86,9 @@ class _Lines:
 
 def _lookup(L: _Lines, table: str, idx: str) -> str:
     """table[idx] on every lane: one scalar load per lane (faster than a gather on AMD's cores
-    and as fast on Intel's at these widths)."""
+    and as fast on Intel's at these widths), or with `wide` two permutes per 8 lanes."""
+    if L.wide and L.w in (PERMUTE_LANES, 2 * PERMUTE_LANES):
+        return _permute_lookup(L, table, idx)
     i64 = L.t("i64")
     acc = "poison"
     for lane in range(L.w):
@@ -87,6 +97,33 @@ def _lookup(L: _Lines, table: str, idx: str) -> str:
         v = L.op(f"load i64, ptr {p}, align 8")
         acc = L.op(f"insertelement {i64} {acc}, i64 {v}, i32 {lane}")
     return acc
+
+
+_PERMUTE = "@llvm.x86.avx512.vpermi2var.q.512"
+
+
+def _permute_lookup(L: _Lines, table: str, idx: str) -> str:
+    """table[idx] for a 32-entry i64 table (indices 0..31, as both tables' callers mask them):
+    per 8 lanes, entries 0-15 and 16-31 each picked by one vpermi2q (index bits 0-3), then
+    bit 4 chooses between them. The table's four 8-entry quarters are loaded once per call."""
+    v8 = f"<{PERMUTE_LANES} x i64>"
+    quarters = [L.op(f"load {v8}, ptr {L.op(f'getelementptr inbounds i64, ptr {table}, i64 {8 * q}')}, align 8")
+                for q in range(4)]
+    parts = []
+    for start in range(0, L.w, PERMUTE_LANES):
+        lanes = ", ".join(f"i32 {start + k}" for k in range(PERMUTE_LANES))
+        part = idx if L.w == PERMUTE_LANES else \
+            L.op(f"shufflevector {L.t('i64')} {idx}, {L.t('i64')} poison, <{PERMUTE_LANES} x i32> <{lanes}>")
+        low = L.op(f"call {v8} {_PERMUTE}({v8} {quarters[0]}, {v8} {part}, {v8} {quarters[1]})")
+        high = L.op(f"call {v8} {_PERMUTE}({v8} {quarters[2]}, {v8} {part}, {v8} {quarters[3]})")
+        bit4 = L.op(f"and {v8} {part}, splat (i64 16)")
+        upper = L.op(f"icmp ne {v8} {bit4}, zeroinitializer")
+        parts.append(L.op(f"select <{PERMUTE_LANES} x i1> {upper}, {v8} {high}, {v8} {low}"))
+    if len(parts) == 1:
+        return parts[0]
+    low, high = parts  # 16 lanes: the two halves put back together
+    lanes = ", ".join(f"i32 {k}" for k in range(L.w))
+    return L.op(f"shufflevector {v8} {low}, {v8} {high}, <{L.w} x i32> <{lanes}>")
 
 
 def _expf_fast(L: _Lines, x: str) -> tuple[str, str]:
@@ -286,10 +323,15 @@ def vector_name(name: str, width: int) -> str:
     return f"jv.{name}.v{width}"
 
 
-def _vector_function(name: str, width: int) -> str:
+def widths(wide: bool = False) -> tuple[int, ...]:
+    """The lane counts of the forms (see the module's docstring on `wide`)."""
+    return WIDE_WIDTHS if wide else WIDTHS
+
+
+def _vector_function(name: str, width: int, wide: bool = False) -> str:
     """`name`'s vector form: the fast path on all lanes, then the scalar call on the lanes it
     does not cover (a branch taken only when one does)."""
-    L = _Lines(width)
+    L = _Lines(width, wide)
     f32 = L.t("float")
     out, special = _FAST[name](L, "%x")
     anyslow = L.any(special)
@@ -318,33 +360,37 @@ def _vector_function(name: str, width: int) -> str:
     return "\n".join(body).replace(f"slow{width}", "done")
 
 
-def _scalar_wrapper(name: str) -> str:
+def _variants(name: str, wide: bool) -> str:
+    return ",".join(f"_ZGV_LLVM_N{w}v_{SCALAR_NAME[name]}({vector_name(name, w)})" for w in widths(wide))
+
+
+def _scalar_wrapper(name: str, wide: bool = False) -> str:
     """The function lowering calls: libm's, pure to LLVM (errno is not IREE's concern), never
     inlined before the vectoriser has seen the variants it names."""
-    variants = ",".join(f"_ZGV_LLVM_N{w}v_{SCALAR_NAME[name]}({vector_name(name, w)})" for w in WIDTHS)
+    variants = _variants(name, wide)
     return (f"define internal float @{SCALAR_NAME[name]}(float %x) noinline nounwind willreturn "
             f"memory(none) {{\n  %r = call float @{name}(float %x) nobuiltin\n  ret float %r\n}}\n"
             f"; variants: {variants}")
 
 
-def call_attributes(name: str) -> str:
+def call_attributes(name: str, wide: bool = False) -> str:
     """The attribute a call of `SCALAR_NAME[name]` carries so the vectoriser knows its forms."""
-    variants = ",".join(f"_ZGV_LLVM_N{w}v_{SCALAR_NAME[name]}({vector_name(name, w)})" for w in WIDTHS)
-    return f'"vector-function-abi-variant"="{variants}"'
+    return f'"vector-function-abi-variant"="{_variants(name, wide)}"'
 
 
-def definitions(names, declare_libm: bool = True) -> str:
+def definitions(names, declare_libm: bool = True, wide: bool = False) -> str:
     """IR text defining the scalar wrappers and vector forms of `names` (and their tables),
     kept alive for the vectoriser by llvm.compiler.used (`declare_libm`: with declarations
-    of the libm functions, for a module that does not declare them itself)."""
+    of the libm functions, for a module that does not declare them itself; `wide`: the
+    AVX-512 forms, see the module's docstring)."""
     names = sorted(names)
     parts, used = [], []
     for table in sorted({_GLOBALS[name] for name in names}):
         parts.append(table)
     for name in names:
-        parts.append(_scalar_wrapper(name))
-        for w in WIDTHS:
-            parts.append(_vector_function(name, w))
+        parts.append(_scalar_wrapper(name, wide))
+        for w in widths(wide):
+            parts.append(_vector_function(name, w, wide))
             used.append(f"ptr @{vector_name(name, w)}")
         if declare_libm:
             parts.append(f"declare float @{name}(float) nounwind")
