@@ -197,8 +197,8 @@ class LazyExecutable(JitExecutable):
             promote += heavy
             missing = [u for u in missing if u not in heavy]
         try:
-            found.extend(self.builder.build(missing, first))
-            found.extend(self.builder.build(promote, "full"))
+            # one pool for both tiers, the full tier's units (the long jobs) first
+            found.extend(self.builder.build_tiers([(u, "full") for u in promote] + [(u, first) for u in missing]))
         finally:
             if progress:
                 progress.done()
@@ -280,10 +280,8 @@ def _prestart_pool(executable: LazyExecutable) -> None:
               executable.builder._loops(u)]
     if len(looped) < 2 or (executable.backend.use_cache and all(_stored(executable, u) for u in looped)):
         return
-    options = executable.options(looped[0], "baseline")
     _prestarted.append(True)
-    compile_pool.prestart(compile_pool.processes(), executable.backend.target, options["speed"], options["codegen"],
-                          options.get("slp", True))
+    compile_pool.prestart(compile_pool.processes(), executable.backend.target)
 
 
 def _stored(executable: LazyExecutable, unit) -> bool:
