@@ -72,3 +72,13 @@ def test_functions_with_loops_get_modules_of_their_own(corpus_module, monkeypatc
         m = jitvm.load(path, backend=be)
         runs[name] = [m.gather(8, 1, 0, 8), m.progress(), m.scatter(10, 10), m.progress(), m.stride2(9, 10)]
     assert runs["jit"] == runs["interp"]
+
+
+def test_each_job_is_compiled_with_its_own_options():
+    """One pool takes a first call's baseline and full-tier units together: each job's
+    object is what its own options give in process (and the options make a difference)."""
+    texts = _texts(4)
+    options = [(2, 2, True), (compiler.BASELINE, 0, True), (2, 2, True), (compiler.BASELINE, 0, True)]
+    local = [compiler.build_object(t, targets.host(), *o) for t, o in zip(texts, options)]
+    assert compiler.build_object(texts[1], targets.host(), 2, 2, True) != local[1]
+    assert compiler.build_jobs(iter(zip(texts, options)), len(texts), targets.host()) == local

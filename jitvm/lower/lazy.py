@@ -44,11 +44,13 @@ TIERS = ("auto", "baseline", "full")
 HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 # A kernel making this many buffer element accesses per call (units_work's estimate) gets
-# the full tier at its first call under "auto": baseline code takes some 5 ns an access
-# (ResNet-50-style 64: 329 M in 1.55 s of CPU), about 1 s here, where the full tier costs
-# some 0.3 s of compiling. ResNet-50-style 64's largest kernel makes 50 M; the transformer's
-# two largest (MiniLM-L6 shape) 1,360 M and 454 M.
-HEAVY_ACCESSES = 200_000_000
+# the full tier at its first call under "auto": baseline code takes some 0.5-2.5 ns an access
+# (measured per kernel, one thread: matmuls about 0.6, 3x3 convolutions 1.5-2.5), so about
+# 0.4 s here, what compiling a kernel's full tier costs (0.25-0.6 s of CPU). ResNet-50-style
+# 64's kernels make 190 M at most; at 224 twenty of its 36 make more (its 3x3 conv at 14x14,
+# 2,300 M: 3.4 s on baseline code, 27 ms on the full tier's); the transformer's (MiniLM-L6
+# shape) four large matmuls 450-1,800 M; EfficientNet-Lite0's 130 M at most.
+HEAVY_ACCESSES = 400_000_000
 
 
 def entries_ir(prefix: str, count: int) -> str:
@@ -195,8 +197,8 @@ class LazyExecutable(JitExecutable):
             promote += heavy
             missing = [u for u in missing if u not in heavy]
         try:
-            found.extend(self.builder.build(missing, first))
-            found.extend(self.builder.build(promote, "full"))
+            # one pool for both tiers, the full tier's units (the long jobs) first
+            found.extend(self.builder.build_tiers([(u, "full") for u in promote] + [(u, first) for u in missing]))
         finally:
             if progress:
                 progress.done()
@@ -278,10 +280,8 @@ def _prestart_pool(executable: LazyExecutable) -> None:
               executable.builder._loops(u)]
     if len(looped) < 2 or (executable.backend.use_cache and all(_stored(executable, u) for u in looped)):
         return
-    options = executable.options(looped[0], "baseline")
     _prestarted.append(True)
-    compile_pool.prestart(compile_pool.processes(), executable.backend.target, options["speed"], options["codegen"],
-                          options.get("slp", True))
+    compile_pool.prestart(compile_pool.processes(), executable.backend.target)
 
 
 def _stored(executable: LazyExecutable, unit) -> bool:

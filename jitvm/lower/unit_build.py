@@ -9,7 +9,6 @@ they hold it, so no unit is compiled twice at once.
 
 from __future__ import annotations
 
-import json
 from contextlib import ExitStack
 
 from ..runtime.native import cache as store
@@ -100,49 +99,50 @@ class UnitBuilder:
         return str(lowered), meta
 
     def build(self, units: list[Unit], tier: str, in_workers: bool = False) -> list[tuple]:
-        """Lowers and compiles `units` at `tier`, those of one set of options together, and
-        stores each in the code store; returns (unit, tier, objects, meta) of each. With the
-        store, each unit's key is locked first (in key order: processes never wait on each
-        other in a circle) and a unit another process stored meanwhile is read, not compiled."""
-        by_options: dict[str, list[Unit]] = {}
-        for unit in units:
-            by_options.setdefault(json.dumps(self.options(unit, tier), sort_keys=True), []).append(unit)
+        """Lowers and compiles `units` at `tier` (build_tiers)."""
+        return self.build_tiers([(unit, tier) for unit in units], in_workers)
+
+    def build_tiers(self, requests: list[tuple[Unit, str]], in_workers: bool = False) -> list[tuple]:
+        """Lowers and compiles each (unit, tier) of `requests`, all on one compile pool in the
+        order given (each job with its tier's options: the longest first packs the cores
+        best), and stores each in the code store; returns (unit, tier, objects, meta) of each.
+        With the store, each unit's key is locked first (in key order: processes never wait
+        on each other in a circle) and a unit another process stored meanwhile is read, not
+        compiled."""
+        todo = [(unit, tier, self.options(unit, tier)) for unit, tier in requests]
+        keys = [self.key(unit, options) for unit, _tier, options in todo]
         out = []
-        for text, group in by_options.items():
-            options = json.loads(text)
-            keys = {unit.index: self.key(unit, options) for unit in group}
-            with ExitStack() as held:
-                if self.use_cache:
-                    for k in sorted(keys.values()):
-                        held.enter_context(store.lock(k))
-                    todo = []
-                    for unit in group:
-                        hit = store.load(keys[unit.index])
-                        if hit is None:
-                            todo.append(unit)
-                        else:
-                            STATS["cache_hits"] += 1
-                            out.append((unit, tier, hit[0], hit[1]))
-                    group = todo
-                if group:
-                    out.extend(self._compile(group, tier, options, keys, in_workers))
+        with ExitStack() as held:
+            rest = list(zip(todo, keys))
+            if self.use_cache:
+                for k in sorted(set(keys)):
+                    held.enter_context(store.lock(k))
+                rest = []
+                for (unit, tier, options), k in zip(todo, keys):
+                    hit = store.load(k)
+                    if hit is None:
+                        rest.append(((unit, tier, options), k))
+                    else:
+                        STATS["cache_hits"] += 1
+                        out.append((unit, tier, hit[0], hit[1]))
+            if rest:
+                out.extend(self._compile(rest, in_workers))
         return out
 
-    def _compile(self, group: list[Unit], tier: str, options: dict, keys: dict, in_workers: bool) -> list[tuple]:
+    def _compile(self, rest: list[tuple], in_workers: bool) -> list[tuple]:
         metas = []
 
-        def texts():  # each lowered while the workers compile the previous ones
-            for unit in group:
+        def jobs():  # each lowered while the workers compile the previous ones
+            for (unit, _tier, options), _key in rest:
                 text, unit_meta = self.lower(unit, options)
                 metas.append(unit_meta)
-                yield text
+                yield text, (options["speed"], options["codegen"], options.get("slp", True))
 
-        objects = compiler.build_objects(texts(), len(group), self.target, options["speed"], options["codegen"],
-                                         options.get("slp", True), in_workers)
-        STATS["compiled_modules"] += len(group)
+        objects = compiler.build_jobs(jobs(), len(rest), self.target, in_workers)
+        STATS["compiled_modules"] += len(rest)
         out = []
-        for unit, obj, meta in zip(group, objects, metas):
+        for ((unit, tier, _options), key), obj, meta in zip(rest, objects, metas):
             if self.use_cache:
-                store.store(keys[unit.index], [obj], meta)
+                store.store(key, [obj], meta)
             out.append((unit, tier, [obj], meta))
         return out

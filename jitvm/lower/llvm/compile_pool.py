@@ -3,7 +3,8 @@
 Groups are compiled one LLVM module each (36 small modules of a ResNet take a quarter less
 CPU than the same functions in two large ones) and handed out as workers become free, so
 the cores stay busy whatever the groups' sizes. The caller lowers the next group while
-the workers compile the previous ones. A job whose worker fails or dies comes back as
+the workers compile the previous ones. Each job carries its own optimisation options, so
+one pool serves a first call's baseline and full-tier units together. A job whose worker fails or dies comes back as
 None: the caller compiles it in process. A lazily compiled module starts the workers of its
 first compile while it loads (`prestart`), so a first call does not wait for their start.
 """
@@ -21,7 +22,7 @@ from ...runtime.native import target as targets
 
 _ROOT = str(Path(__file__).resolve().parents[3])  # the checkout holding the jitvm package
 _open: set = set()  # pools with workers; at exit they go (a background tier-up does not outlive us)
-_spare: dict = {}  # (processes, target, speed, codegen, slp) -> a started pool no compile has taken yet
+_spare: dict = {}  # (processes, target) -> a started pool no compile has taken yet
 
 
 @atexit.register
@@ -31,38 +32,37 @@ def _kill_open_pools() -> None:
             p.kill()
 
 
-def prestart(processes: int, target: targets.Target, speed: int, codegen: int, slp: bool) -> None:
-    """Starts a pool's workers now, for the next `take` of the same options."""
-    k = (processes, target, speed, codegen, slp)
+def prestart(processes: int, target: targets.Target) -> None:
+    """Starts a pool's workers now, for the next `take` for `target`."""
+    k = (processes, target)
     if k not in _spare:
-        _spare[k] = CompilePool(processes, None, target, speed, codegen, slp)
+        _spare[k] = CompilePool(processes, None, target)
 
 
-def take(processes: int, directory: Path, target: targets.Target, speed: int, codegen: int,
-         slp: bool, nice: int = 0) -> "CompilePool":
-    """A pool of these options working in `directory`: the pre-started one if there is one
-    (with at least `processes` workers alive), else a new one (its workers at `nice`)."""
-    for k in [k for k in _spare if k[0] >= processes and k[1:] == (target, speed, codegen, slp)] if not nice else ():
+def take(processes: int, directory: Path, target: targets.Target, nice: int = 0) -> "CompilePool":
+    """A pool for `target` working in `directory`: the pre-started one if there is one (with
+    at least `processes` workers alive), else a new one (its workers at `nice`)."""
+    for k in [k for k in _spare if k[0] >= processes and k[1] == target] if not nice else ():
         pool = _spare.pop(k)
         if pool.workers:
             pool.directory = directory
             return pool
         pool.close()
-    return CompilePool(processes, directory, target, speed, codegen, slp, nice)
+    return CompilePool(processes, directory, target, nice)
 
 
 class CompilePool:
-    def __init__(self, processes: int, directory: Path | None, target: targets.Target, speed: int, codegen: int,
-                 slp: bool, nice: int = 0):
+    def __init__(self, processes: int, directory: Path | None, target: targets.Target, nice: int = 0):
         self.directory = directory
         self._sel = selectors.DefaultSelector()
         self._idle: list[subprocess.Popen] = []
         self._busy: dict[subprocess.Popen, int] = {}  # worker -> job index
         self._queue: list[int] = []
+        self._options: dict[int, tuple] = {}  # job index -> (speed, codegen, slp)
         self.results: dict[int, bytes | None] = {}
         _open.add(self)
         args = [sys.executable, "-m", "jitvm.lower.llvm.compile_worker", target.triple, target.cpu, target.features,
-                str(speed), str(codegen), "1" if slp else "0", str(nice)]
+                str(nice)]
         for _ in range(processes):
             try:
                 p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -79,8 +79,10 @@ class CompilePool:
     def _paths(self, job: int) -> tuple[Path, Path]:
         return self.directory / f"g{job}.ll", self.directory / f"g{job}.o"
 
-    def submit(self, job: int, ir_text: str) -> None:
+    def submit(self, job: int, ir_text: str, options: tuple) -> None:
+        """Queues IR to compile with `options`: (speed, codegen, slp) of compiler.build_object."""
         self._paths(job)[0].write_text(ir_text)
+        self._options[job] = options
         self._queue.append(job)
         self._dispatch()
         self.poll(0)
@@ -91,7 +93,8 @@ class CompilePool:
             job = self._queue.pop(0)
             ir_path, obj_path = self._paths(job)
             try:
-                p.stdin.write(f"{ir_path}\t{obj_path}\n")
+                speed, codegen, slp = self._options[job]
+                p.stdin.write(f"{ir_path}\t{obj_path}\t{speed}\t{codegen}\t{1 if slp else 0}\n")
                 p.stdin.flush()
             except OSError:
                 self._retire(p)

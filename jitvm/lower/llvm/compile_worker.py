@@ -1,7 +1,9 @@
-"""A compile worker: `python -m jitvm.lower.llvm.compile_worker TRIPLE CPU FEATURES SPEED CODEGEN SLP [NICE]`.
+"""A compile worker: `python -m jitvm.lower.llvm.compile_worker TRIPLE CPU FEATURES [NICE]`.
 
-Reads jobs from stdin, one per line, `IR<TAB>OBJ`: optimizes the LLVM IR text in file IR,
-writes object code to OBJ and answers `ok` (or `fail`) on stdout. The JIT keeps one per
+Reads jobs from stdin, one per line, `IR<TAB>OBJ<TAB>SPEED<TAB>CODEGEN<TAB>SLP`: optimizes
+the LLVM IR text in file IR with those options (lower.llvm.compiler.build_object), writes
+object code to OBJ and answers `ok` (or `fail`) on stdout. Options come with each job, so
+one pool compiles a first call's baseline and full-tier units side by side. The JIT keeps one per
 core while it compiles a module's function groups (lower.llvm.compile_pool): llvmlite
 serializes LLVM calls within a process, so parallel compilation needs processes. A plain
 module run by path, so nothing of the parent's own script is imported. NICE: how much
@@ -15,11 +17,11 @@ from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    triple, cpu, features, speed, codegen, slp = argv[:6]
-    if len(argv) > 6 and int(argv[6]):
+    triple, cpu, features = argv[:3]
+    if len(argv) > 3 and int(argv[3]):
         import os
         try:
-            os.nice(int(argv[6]))
+            os.nice(int(argv[3]))
         except OSError:
             pass
     from .compiler import build_object
@@ -27,8 +29,8 @@ def main(argv: list[str]) -> int:
 
     target = Target(triple, cpu, features)
     for line in sys.stdin:
-        ir_path, obj_path = line.rstrip("\n").split("\t")
         try:
+            ir_path, obj_path, speed, codegen, slp = line.rstrip("\n").split("\t")
             obj = build_object(Path(ir_path).read_text(), target, int(speed), int(codegen), slp == "1")
             Path(obj_path).write_bytes(obj)
             answer = "ok"

@@ -70,24 +70,32 @@ def build_object(ir_text: str, target: targets.Target, speed: int, codegen: int,
 def build_objects(texts: Iterable[str], count: int, target: targets.Target, speed: int, codegen: int,
                   slp: bool, in_workers: bool = False) -> list[bytes]:
     """Object code for each of `count` function groups, whose IR `texts` yields as they are
-    lowered: with several groups (or `in_workers`: background work that must not hold this
-    process's LLVM), on a pool of worker processes (lower.llvm.compile_pool: llvmlite
-    serializes LLVM calls within a process), any group no worker compiled here."""
+    lowered, all with one set of options (build_jobs)."""
+    return build_jobs(((text, (speed, codegen, slp)) for text in texts), count, target, in_workers)
+
+
+def build_jobs(jobs: Iterable[tuple[str, tuple]], count: int, target: targets.Target,
+               in_workers: bool = False) -> list[bytes]:
+    """Object code for each of `count` (IR text, (speed, codegen, slp)) jobs, which `jobs`
+    yields as they are lowered: with several (or `in_workers`: background work that must
+    not hold this process's LLVM), on a pool of worker processes (lower.llvm.compile_pool:
+    llvmlite serializes LLVM calls within a process), handed out in the order given (the
+    longest first packs the cores best), any job no worker compiled here."""
     if count <= 1 and not in_workers:
-        return [build_object(t, target, speed, codegen, slp) for t in texts]
+        return [build_object(text, target, *options) for text, options in jobs]
     import tempfile
     from pathlib import Path
 
     from .compile_pool import processes, take
 
     with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
-        pool = take(max(1, min(processes(), count)), Path(tmp), target, speed, codegen, slp,
-                    BACKGROUND_NICE if in_workers else 0)
+        pool = take(max(1, min(processes(), count)), Path(tmp), target, BACKGROUND_NICE if in_workers else 0)
+        options_of, pending = {}, {}
         try:
-            pending = {}
-            for i, text in enumerate(texts):
+            for i, (text, options) in enumerate(jobs):
+                options_of[i] = options
                 if pool.workers:
-                    pool.submit(i, text)
+                    pool.submit(i, text, options)
                 else:
                     pending[i] = text
             results = pool.finish()
@@ -99,7 +107,7 @@ def build_objects(texts: Iterable[str], count: int, target: targets.Target, spee
             if obj is None:
                 text = pending.pop(i, None)
                 obj = build_object(text if text is not None else (Path(tmp) / f"g{i}.ll").read_text(),
-                                   target, speed, codegen, slp)
+                                   target, *options_of[i])
             objects.append(obj)
         return objects
 
