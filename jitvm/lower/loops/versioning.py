@@ -50,7 +50,8 @@ class NestVersioning:
             delinearise.lower(e, nest, self.lower)
             return
         mod = e.mod
-        plan = jam.plan(e.vf, nest, mod.jam_outer, mod.wide_vectors, mod.pack_operands and mod.affine_indices) \
+        plan = jam.plan(e.vf, nest, mod.jam_outer, mod.wide_vectors, mod.pack_operands and mod.affine_indices,
+                        mod.row_lanes) \
             if mod.jam_loops else None
         mod.blocked_nests += bool(plan and plan.outer)
         outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
