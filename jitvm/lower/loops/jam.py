@@ -176,11 +176,12 @@ OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 # B is then read once, in its own layout, while the multiplies run, where the packed blocking
 # first copies all of it (16 MB for qmatmul's 16x2048x2048, about 1 ms of memory traffic
 # before any arithmetic). Measured one thread, CPU time, qmatmul_int8's matmul dispatch
-# (16 x 64 outputs a workgroup, K = 2048): packed 4 x 32 2.12 ms, rows 16 x 16 1.56 ms
-# (load 2.0); see ROW_INNER.
-ROW_LANES, ROW_INNER = 16, 16
+# (16 x 64 outputs a workgroup, K = 2048), same process alternating (load 2.5): packed 4 x 32
+# 2.23 ms, rows 16 x 16 1.66 ms, 16 x 8 1.62 ms, 16 x 4 1.65 ms (B's reading bounds it, not
+# the adds' latency); 16 x 8 compiles in 0.44 s of CPU, 16 x 16 in 1.07 s.
+ROW_LANES, ROW_INNER = 16, 8
 ROW_WIDTH = 4  # bytes of the elements the lanes hold (f32, i32)
-ROW_BUDGET = 2 * OUTER_BUDGET_WIDE  # 34 instructions x 256 copies: qmatmul's region
+ROW_BUDGET = OUTER_BUDGET_WIDE
 
 
 def _prefer_through(parent: "OuterJam | None", through: "OuterJam") -> bool:

@@ -18,6 +18,15 @@ and at most PACK_BYTES of copy.
 
 Measured on qmatmul_int8's 16x2048x2048 matmul (B[n, k], 32 workgroups of 16 x 64 outputs,
 a 512 KB copy each), one thread, CPU time: see jam.OuterJam.packs.
+
+Where Q's rows fill whole vectors (jam.ROW_LANES) the rows run in the lanes instead: the load
+copied is the left-hand side (moving with Q and R, not P: A[m, k] -> S[k*T_Q + m]), B is read
+in place, and the stored tile is kept transposed in the same stack buffer while the blocked
+copies run (TilePlan: S[p*T_Q + q], copied in with the other copies, back when the blocked
+loop hands over). That tile is what makes LLVM's SLP vectorizer pack the copies by rows: it
+seeds on the stores of the accumulators after the reduction, which in the output's own layout
+are consecutive along P. A copy over Q's range needs Q to start at 0 (a chunk of a split nest
+does not): checked here, at run time, with the other conditions of the blocked copies.
 """
 
 from __future__ import annotations
