@@ -178,8 +178,13 @@ OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 # before any arithmetic). Measured one thread, CPU time, qmatmul_int8's matmul dispatch
 # (16 x 64 outputs a workgroup, K = 2048), same process alternating (load 2.5): packed 4 x 32
 # 2.23 ms, rows 16 x 16 1.66 ms, 16 x 8 1.62 ms, 16 x 4 1.65 ms (B's reading bounds it, not
-# the adds' latency); 16 x 8 compiles in 0.44 s of CPU, 16 x 16 in 1.07 s.
+# the adds' latency); 16 x 8 compiles in 0.44 s of CPU, 16 x 16 in 1.07 s. Taken for one group
+# of rows only (each group reads B again) and at least ROW_MIN_COLUMNS columns (the copy of A
+# at most a quarter of the copy of B it replaces). Same process, one thread, transposed-B
+# matmuls M x N x K (IREE's tiles of 64 columns), packed -> rows: 16x1024x512 0.416 ->
+# 0.363 ms; 32 rows a tile, 32x2048x1024 2.67 -> 2.73 ms; 64 rows, 64x1024x512 0.89 -> 1.19 ms.
 ROW_LANES, ROW_INNER = 16, 8
+ROW_MIN_COLUMNS = 4 * ROW_LANES
 ROW_WIDTH = 4  # bytes of the elements the lanes hold (f32, i32)
 ROW_BUDGET = OUTER_BUDGET_WIDE
 
@@ -313,9 +318,10 @@ def _strided_loads(vf, accesses, p: Loop, q: Loop) -> list:
 
 def _row_lanes(vf, nest: Nest, accesses, p: JamPlan, q: Loop, p_trips, q_trips) -> tuple | None:
     """The copies rows in vector lanes need (see ROW_LANES), or None where they do not apply:
-    Q and P run whole groups, every load moving with Q but not P can be read from a
+    Q runs one group, P whole groups, every load moving with Q but not P can be read from a
     transposed copy, of 4-byte elements, and the stored tile can be kept transposed."""
-    if q_trips is None or q_trips % ROW_LANES or p_trips is None or p_trips % ROW_INNER or p.factor < ROW_INNER:
+    if q_trips != ROW_LANES or p_trips is None or p_trips < ROW_MIN_COLUMNS or p_trips % ROW_INNER \
+            or p.factor < ROW_INNER:
         return None
     rows = [a for a in accesses if not a.store and a.element.coeff(q.id) != ZERO and a.element.coeff(p.loop.id) == ZERO]
     packs = tuple(pk for pk in (packing.plan(vf, nest, a, p.loop, q, lane=q) for a in rows) if pk is not None)
