@@ -106,10 +106,12 @@ class OuterJam:
         return self.factor * self.inner
 
 
-def plan(vf, nest: Nest, outer: bool = True, wide: bool = False, pack: bool = False) -> JamPlan | None:
+def plan(vf, nest: Nest, outer: bool = True, wide: bool = False, pack: bool = False,
+         rows: bool = True) -> JamPlan | None:
     """The loop of `nest` worth jamming, if one qualifies (and its parent too, if `outer`;
     `wide`: the target has 512-bit vectors, see OUTER_INNER_WIDE; `pack`: far-apart loads
-    may be read from a transposed copy, see OuterJam.packs)."""
+    may be read from a transposed copy, see OuterJam.packs; `rows`: ... or the rows run in
+    vector lanes instead, see ROW_LANES)."""
     children = {loop.id: [c for c in nest.loops if c.parent == loop.id] for loop in nest.loops}
     # Deepest loops first: the one right around the reduction gives the most independent chains.
     for loop in sorted(nest.loops, key=lambda lp: -_depth(nest, lp)):
@@ -118,7 +120,7 @@ def plan(vf, nest: Nest, outer: bool = True, wide: bool = False, pack: bool = Fa
         p = _check(vf, nest, loop)
         if p is not None:
             if outer:
-                q = _check_outer(vf, nest, p, children, wide, pack)
+                q = _check_outer(vf, nest, p, children, wide, pack, rows=rows)
                 through = _check_outer(vf, nest, p, children, wide, pack, through=True)
                 if through is not None and _prefer_through(q, through):
                     q = through
@@ -165,6 +167,26 @@ OUTER_COPIES = OUTER_FACTOR * OUTER_INNER
 # its convolutions run as at 4 x 16: 27.1 ms instead of 24.4 ms); MiniLM-L6 3.7 / 5.2 / 3.9 s
 # of compile for 54.5 / 50.5 / 54.6 ms a call (one thread, load 6-7).
 OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
+# Rows in vector lanes: when P's copies would read a transposed right-hand side (B[n, k]) and
+# Q runs a multiple of ROW_LANES rows, the blocked copies run ROW_LANES iterations of Q (one
+# 512-bit vector of 4-byte elements) by ROW_INNER of P: each copy's left-hand element comes
+# from a transposed copy of the rows (A^T[k][m], small: Q x R elements), each column's B
+# element is loaded once and broadcast, and the output tile is kept transposed on the stack
+# while they run (lower.loops.pack.TilePlan: it makes LLVM's SLP pack the copies by rows).
+# B is then read once, in its own layout, while the multiplies run, where the packed blocking
+# first copies all of it (16 MB for qmatmul's 16x2048x2048, about 1 ms of memory traffic
+# before any arithmetic). Measured one thread, CPU time, qmatmul_int8's matmul dispatch
+# (16 x 64 outputs a workgroup, K = 2048), same process alternating (load 2.5): packed 4 x 32
+# 2.23 ms, rows 16 x 16 1.66 ms, 16 x 8 1.62 ms, 16 x 4 1.65 ms (B's reading bounds it, not
+# the adds' latency); 16 x 8 compiles in 0.44 s of CPU, 16 x 16 in 1.07 s. Taken for one group
+# of rows only (each group reads B again) and at least ROW_MIN_COLUMNS columns (the copy of A
+# at most a quarter of the copy of B it replaces). Same process, one thread, transposed-B
+# matmuls M x N x K (IREE's tiles of 64 columns), packed -> rows: 16x1024x512 0.416 ->
+# 0.363 ms; 32 rows a tile, 32x2048x1024 2.67 -> 2.73 ms; 64 rows, 64x1024x512 0.89 -> 1.19 ms.
+ROW_LANES, ROW_INNER = 16, 8
+ROW_MIN_COLUMNS = 4 * ROW_LANES
+ROW_WIDTH = 4  # bytes of the elements the lanes hold (f32, i32)
+ROW_BUDGET = OUTER_BUDGET_WIDE
 
 
 def _prefer_through(parent: "OuterJam | None", through: "OuterJam") -> bool:
@@ -193,7 +215,7 @@ def _injective(strides) -> bool:
 
 
 def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack: bool = False,
-                 through: bool = False) -> OuterJam | None:
+                 through: bool = False, rows: bool = False) -> OuterJam | None:
     """Register blocking over P's parent Q (`through`: its grandparent, the loop between
     with a known trip count and running in lockstep in every copy, as an NCHW conv's rows
     between its channels and columns), when it is provably the same program: Q's region
@@ -221,7 +243,11 @@ def _check_outer(vf, nest: Nest, p: JamPlan, children, wide: bool = False, pack:
         if pack else ()
     if len(packs) != len(strided) or not packing.fits(packs):
         packs = ()
-    if q_trips == SMALL_Q and _levels_inside(nest, loop) >= SMALL_Q_LEVELS:
+    row_packs = _row_lanes(vf, nest, accesses, p, q, p_trips, q_trips) if strided and wide and pack and rows \
+        else None
+    if row_packs is not None:
+        packs, factor, inner, budget = row_packs, ROW_LANES, ROW_INNER, ROW_BUDGET
+    elif q_trips == SMALL_Q and _levels_inside(nest, loop) >= SMALL_Q_LEVELS:
         factor, inner = SMALL_Q, min(p.factor, OUTER_FACTOR * OUTER_INNER // SMALL_Q)
         packs = ()
     elif strided and not packs:
@@ -288,6 +314,23 @@ def _strided_loads(vf, accesses, p: Loop, q: Loop) -> list:
         if c is None or step is None or abs(c * step) != 1:
             out.append(a)
     return out
+
+
+def _row_lanes(vf, nest: Nest, accesses, p: JamPlan, q: Loop, p_trips, q_trips) -> tuple | None:
+    """The copies rows in vector lanes need (see ROW_LANES), or None where they do not apply:
+    Q runs one group, P whole groups, every load moving with Q but not P can be read from a
+    transposed copy, of 4-byte elements, and the stored tile can be kept transposed."""
+    if q_trips != ROW_LANES or p_trips is None or p_trips < ROW_MIN_COLUMNS or p_trips % ROW_INNER \
+            or p.factor < ROW_INNER:
+        return None
+    rows = [a for a in accesses if not a.store and a.element.coeff(q.id) != ZERO and a.element.coeff(p.loop.id) == ZERO]
+    packs = tuple(pk for pk in (packing.plan(vf, nest, a, p.loop, q, lane=q) for a in rows) if pk is not None)
+    if not rows or len(packs) != len(rows) or any(a.width != ROW_WIDTH for a in accesses):
+        return None
+    tile = packing.tile_plan(vf, nest, accesses, p.loop, q)
+    if tile is None or not packing.fits((*packs, tile)):
+        return None
+    return (*packs, tile)
 
 
 def _plain_header(vf, loop: Loop) -> bool:
@@ -597,7 +640,17 @@ def emit_outer(e, plan: JamPlan, q_header, q_rem_header, apart) -> None:
     e.copy, e.renamed = None, outer.renamed
     ev = InvariantEval(e)
     p_bound, p_step = ev.expr(p.bound), ev.expr(p.step)  # invariant: evaluated once, here
-    start, step = _group_start(e, ev, q, factor, apart, f"bb{q.header}_blocked_entry", q_rem_header)
+    handover = q_rem_header
+    if any(isinstance(pk, packing.TilePlan) for pk in outer.packs):  # the tile goes back on the way out
+        handover = fn.append_basic_block(f"bb{q.header}_blocked_exit")
+        back = fn.append_basic_block(f"bb{q.header}_copy_back")
+        b.position_at_end(handover)
+        b.cbranch(apart, back, q_rem_header)
+        b.position_at_end(back)
+        packing.copy_back(e, outer.packs, e.repacked)
+        b.branch(q_rem_header)
+        b.position_at_end(q_header)
+    start, step = _group_start(e, ev, q, factor, apart, f"bb{q.header}_blocked_entry", handover)
     _spread_iv(e, q, start, step, n, lambda k: k % factor)
     b.branch(target(q.header + 1))
 

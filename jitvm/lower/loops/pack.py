@@ -18,6 +18,15 @@ and at most PACK_BYTES of copy.
 
 Measured on qmatmul_int8's 16x2048x2048 matmul (B[n, k], 32 workgroups of 16 x 64 outputs,
 a 512 KB copy each), one thread, CPU time: see jam.OuterJam.packs.
+
+Where Q's rows fill whole vectors (jam.ROW_LANES) the rows run in the lanes instead: the load
+copied is the left-hand side (moving with Q and R, not P: A[m, k] -> S[k*T_Q + m]), B is read
+in place, and the stored tile is kept transposed in the same stack buffer while the blocked
+copies run (TilePlan: S[p*T_Q + q], copied in with the other copies, back when the blocked
+loop hands over). That tile is what makes LLVM's SLP vectorizer pack the copies by rows: it
+seeds on the stores of the accumulators after the reduction, which in the output's own layout
+are consecutive along P. A copy over Q's range needs Q to start at 0 (a chunk of a split nest
+does not): checked here, at run time, with the other conditions of the blocked copies.
 """
 
 from __future__ import annotations
@@ -53,21 +62,77 @@ class PackPlan:
         return self.p_trips * self.r_trips
 
 
-def plan(vf, nest: Nest, access: Access, p: Loop, q: Loop) -> PackPlan | None:
-    """How to pack `access` (a load moving with P, not Q), or None if it does not qualify."""
+@dataclass(frozen=True)
+class TilePlan:
+    """The stored buffer's tile, kept transposed in the copy while the blocked copies run
+    (rows in vector lanes): element p * q_trips + q of the copy is element
+    `element`(q, p) of the buffer; copied in on the way into the nest, back on the way out."""
+
+    accesses: tuple  # every access of the stored buffer in Q's region (one element index)
+    element: Affine
+    q: Loop
+    p: Loop
+    q_trips: int
+    p_trips: int
+
+    @property
+    def access(self) -> Access:
+        return self.accesses[0]
+
+    @property
+    def elements(self) -> int:
+        return self.q_trips * self.p_trips
+
+    @property
+    def packed(self) -> Affine:
+        return Affine(tuple(sorted(((self.q.id, ONE), (self.p.id, ("const", self.q_trips))))), ZERO)
+
+
+def tile_plan(vf, nest: Nest, accesses, p: Loop, q: Loop) -> TilePlan | None:
+    """How to keep the one stored buffer's Q x P tile transposed, or None."""
+    stored = [a for a in accesses if a.store]
+    if not stored or q.parent is not None or q.id != nest.root.id:
+        return None
+    buf = stored[0].buffer
+    mine = tuple(a for a in accesses if a.buffer == buf)
+    if any(a.store and a.buffer != buf for a in accesses) or len({a.element for a in mine}) != 1:
+        return None
+    element = mine[0].element
+    if set(dict(element.terms)) - {q.id, p.id} or any(constant_value(vf, c) is None for _, c in element.terms):
+        return None
+    # Every access runs in every iteration of the loops inside P (a constant, non-zero count
+    # of them), so the guard checked the whole tile's range: copying it in and out is safe.
+    for a in mine:
+        for loop_id in a.loops:
+            if loop_id not in (q.id, p.id) and not static_trips(vf, nest.loops[loop_id]):
+                return None
+    if constant_value(vf, p.start) != 0 or constant_value(vf, p.step) != 1 or constant_value(vf, q.step) != 1:
+        return None
+    q_trips, p_trips = static_trips(vf, q), static_trips(vf, p)
+    if not q_trips or not p_trips:
+        return None
+    return TilePlan(mine, element, q, p, q_trips, p_trips)
+
+
+def plan(vf, nest: Nest, access: Access, p: Loop, q: Loop, lane: Loop | None = None) -> PackPlan | None:
+    """How to pack `access` (a load moving with `lane`, P unless given, and R inside P,
+    not with the other of Q and P), or None if it does not qualify."""
     if access.store or q.parent is not None or q.id != nest.root.id:
         return None
+    lane = lane or p
     terms = dict(access.element.terms)
-    if p.id not in terms or len(terms) != 2:
+    if lane.id not in terms or len(terms) != 2:
         return None
-    (r_id,) = set(terms) - {p.id}
+    (r_id,) = set(terms) - {lane.id}
     r = nest.loops[r_id]
     if r.parent != p.id or access.loops != (q.id, p.id, r.id):
         return None
-    if constant_value(vf, terms[r_id]) != 1 or constant_value(vf, terms[p.id]) is None:
+    if constant_value(vf, terms[r_id]) != 1 or constant_value(vf, terms[lane.id]) is None:
         return None
+    p = lane
     for loop in (p, r):
-        if constant_value(vf, loop.start) != 0 or constant_value(vf, loop.step) != 1:
+        start = 0 if loop is q else constant_value(vf, loop.start)  # the root's: checked by emit
+        if start != 0 or constant_value(vf, loop.step) != 1:
             return None
     p_trips, r_trips = static_trips(vf, p), static_trips(vf, r)
     if not p_trips or not r_trips or p_trips * r_trips * access.width > PACK_BYTES:
@@ -85,9 +150,17 @@ def emit(e, packs, q: Loop, apart):
     ev = InvariantEval(e, proven=True)
     start = e.get(Reg("i64", q.iv, False, q.iv), "i64")
     done = b.and_(apart, b.icmp_signed("<", start, ev.expr(q.bound)))
+    if any(pk.q.id == q.id if isinstance(pk, TilePlan) else pk.p.id == q.id for pk in packs):
+        # a copy over Q's range assumes it starts at 0
+        done = b.and_(done, b.icmp_signed("==", start, const(I64, 0)))
     buffer, offset, repacked = _scratch(e, _bytes(packs)), 0, {}
     for pk in packs:  # each copy's place in the buffer (here: the blocked copies use them)
-        repacked[pk.access.index] = (b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True), pk.packed)
+        where = b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True)
+        if isinstance(pk, TilePlan):
+            for a in pk.accesses:
+                repacked[a.index] = (where, replace(a, element=pk.packed))
+        else:
+            repacked[pk.access.index] = (where, pk.packed)
         offset += _bytes([pk])
     copy = e.fn.append_basic_block(f"bb{q.header}_pack")
     after = e.fn.append_basic_block(f"bb{q.header}_packed")
@@ -97,6 +170,9 @@ def emit(e, packs, q: Loop, apart):
         elem = ir.IntType(8 * pk.access.width)
         scratch = repacked[pk.access.index][0]
         source = e.buffer_field(Reg("ref", pk.access.buffer, False, pk.access.buffer), "data")
+        if isinstance(pk, TilePlan):
+            _copy_tile(e, source, scratch, elem, pk, ev, back=False)
+            continue
         base = ev.expr(pk.access.element.b)
         stride = ev.expr(pk.access.element.coeff(pk.p.id))
         tiled = pk.p_trips % TILE == 0 and pk.r_trips % TILE == 0
@@ -143,6 +219,41 @@ def _counted(e, name: str, count: int, step: int, body) -> None:
     i.add_incoming(after, b.block)
     b.cbranch(b.icmp_signed("<", after, const(I64, count)), head, done)
     b.position_at_end(done)
+
+
+def copy_back(e, packs, repacked) -> None:
+    """At the builder's position, on the blocked copies' way out (they ran): each kept tile
+    copied back to its buffer."""
+    ev = InvariantEval(e, proven=True)
+    for pk in packs:
+        if isinstance(pk, TilePlan):
+            target = e.buffer_field(Reg("ref", pk.access.buffer, False, pk.access.buffer), "data")
+            _copy_tile(e, target, repacked[pk.access.index][0], ir.IntType(8 * pk.access.width), pk, ev, back=True)
+
+
+def _copy_tile(e, data, scratch, elem, pk: TilePlan, ev, back: bool) -> None:
+    """scratch[p * q_trips + q] = data[element(q, p)] for every q, p (or back)."""
+    b = e.b
+    width = const(I64, pk.access.width)
+    base = ev.expr(pk.element.b)
+    cq, cp = ev.expr(pk.element.coeff(pk.q.id)), ev.expr(pk.element.coeff(pk.p.id))
+
+    def column(p):
+        start = b.add(base, b.mul(cp, p, flags=["nsw"]), flags=["nsw"])
+        out = b.mul(p, const(I64, pk.q_trips), flags=["nsw", "nuw"])
+
+        def element(q):
+            there = b.gep(data, [b.mul(b.add(start, b.mul(cq, q, flags=["nsw"]), flags=["nsw"]), width,
+                                       flags=["nsw", "nuw"])], source_etype=I8, inbounds=True)
+            here = b.gep(scratch, [b.add(out, q, flags=["nsw", "nuw"])], source_etype=elem, inbounds=True)
+            src, dst = (here, there) if back else (there, here)
+            value = b.load(src, typ=elem)
+            value.align = pk.access.width
+            b.store(value, dst).align = pk.access.width
+
+        _counted(e, "tile_q", pk.q_trips, 1, element)
+
+    _counted(e, "tile_p", pk.p_trips, 1, column)
 
 
 def _copy_transposed(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:

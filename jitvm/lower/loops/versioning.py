@@ -52,7 +52,8 @@ class NestVersioning:
             delinearise.lower(e, nest, self.lower)
             return
         mod = e.mod
-        plan = jam.plan(e.vf, nest, mod.jam_outer, mod.wide_vectors, mod.pack_operands and mod.affine_indices) \
+        plan = jam.plan(e.vf, nest, mod.jam_outer, mod.wide_vectors, mod.pack_operands and mod.affine_indices,
+                        mod.row_lanes) \
             if mod.jam_loops else None
         if plan is not None and plan.outer is not None and mod.shared_blocking and \
                 not shares_loads(nest, plan.outer.loop, plan.loop):
