@@ -168,8 +168,8 @@ OUTER_COPIES = OUTER_FACTOR * OUTER_INNER
 # of compile for 54.5 / 50.5 / 54.6 ms a call (one thread, load 6-7).
 OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 # Rows in vector lanes: when P's copies would read a transposed right-hand side (B[n, k]) and
-# Q runs a multiple of ROW_LANES rows, the blocked copies run ROW_LANES iterations of Q (one
-# 512-bit vector of 4-byte elements) by ROW_INNER of P: each copy's left-hand element comes
+# Q runs ROW_LANES rows, the blocked copies run those ROW_LANES iterations of Q (one 512-bit
+# vector of 4-byte elements) by ROW_INNER of P: each copy's left-hand element comes
 # from a transposed copy of the rows (A^T[k][m], small: Q x R elements), each column's B
 # element is loaded once and broadcast, and the output tile is kept transposed on the stack
 # while they run (lower.loops.pack.TilePlan: it makes LLVM's SLP pack the copies by rows).
