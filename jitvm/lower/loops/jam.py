@@ -183,6 +183,9 @@ OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 # at most a quarter of the copy of B it replaces). Same process, one thread, transposed-B
 # matmuls M x N x K (IREE's tiles of 64 columns), packed -> rows: 16x1024x512 0.416 ->
 # 0.363 ms; 32 rows a tile, 32x2048x1024 2.67 -> 2.73 ms; 64 rows, 64x1024x512 0.89 -> 1.19 ms.
+# All of Q's rows in lanes at once (B read once) did not help either: 32 x 4 copies 2.07 ->
+# 2.11 ms, 64 x 2 0.79 -> 1.12 ms (four vector loads of A's copy per step, from L2), while
+# 16 x 8 ran qmatmul's shape 3.00 -> 2.42 ms in the same run (load 3.3-3.5, whole calls).
 ROW_LANES, ROW_INNER = 16, 8
 ROW_MIN_COLUMNS = 4 * ROW_LANES
 ROW_WIDTH = 4  # bytes of the elements the lanes hold (f32, i32)
