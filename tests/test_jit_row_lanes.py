@@ -109,3 +109,21 @@ def test_a_short_right_hand_side_traps_as_the_interpreter_does(shape_and_instanc
         got = {name: call(inst, b_elements) for name, inst in insts.items()}
         assert got["interp"][0] is not None
         assert got["jit"] == got["interp"] and got["split"] == got["interp"], b_elements
+
+
+def test_the_corpus_transposed_matmul_runs_its_rows_in_lanes(corpus_module):
+    """The corpus's out = a * b^T (compiled by iree-compile; the corpus tests check its results
+    against IREE's runtime): IREE tiles 16 x 128 outputs as 16 x 64 workgroups, which take the
+    rows in lanes, while 32 rows a workgroup keep the packed blocking."""
+    from jitvm.verify.embedded import embedded_modules
+
+    m = corpus_module("mlir/matmul_transposed_rhs")
+    found = {}
+    for _, data in embedded_modules(load_module(m.vmfb.read_bytes())):
+        for vf in verify_module(load_module(bytes(data))).functions:
+            for nest in find_nests(vf):
+                p = jam.plan(vf, nest, wide=True, pack=True)
+                if p is not None and p.outer is not None:
+                    found[vf.name.split("_dispatch")[0]] = (p.outer.factor, p.outer.inner)
+    assert found.get("mmt_16x128x40") == (jam.ROW_LANES, jam.ROW_INNER), found
+    assert found.get("mmt_32x64x24") == (jam.OUTER_FACTOR, jam.OUTER_INNER_WIDE), found

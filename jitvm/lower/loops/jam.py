@@ -168,8 +168,8 @@ OUTER_COPIES = OUTER_FACTOR * OUTER_INNER
 # of compile for 54.5 / 50.5 / 54.6 ms a call (one thread, load 6-7).
 OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 # Rows in vector lanes: when P's copies would read a transposed right-hand side (B[n, k]) and
-# Q runs a multiple of ROW_LANES rows, the blocked copies run ROW_LANES iterations of Q (one
-# 512-bit vector of 4-byte elements) by ROW_INNER of P: each copy's left-hand element comes
+# Q runs ROW_LANES rows, the blocked copies run those ROW_LANES iterations of Q (one 512-bit
+# vector of 4-byte elements) by ROW_INNER of P: each copy's left-hand element comes
 # from a transposed copy of the rows (A^T[k][m], small: Q x R elements), each column's B
 # element is loaded once and broadcast, and the output tile is kept transposed on the stack
 # while they run (lower.loops.pack.TilePlan: it makes LLVM's SLP pack the copies by rows).
@@ -183,6 +183,9 @@ OUTER_BUDGET_WIDE = 2 * OUTER_BUDGET
 # at most a quarter of the copy of B it replaces). Same process, one thread, transposed-B
 # matmuls M x N x K (IREE's tiles of 64 columns), packed -> rows: 16x1024x512 0.416 ->
 # 0.363 ms; 32 rows a tile, 32x2048x1024 2.67 -> 2.73 ms; 64 rows, 64x1024x512 0.89 -> 1.19 ms.
+# All of Q's rows in lanes at once (B read once) did not help either: 32 x 4 copies 2.07 ->
+# 2.11 ms, 64 x 2 0.79 -> 1.12 ms (four vector loads of A's copy per step, from L2), while
+# 16 x 8 ran qmatmul's shape 3.00 -> 2.42 ms in the same run (load 3.3-3.5, whole calls).
 ROW_LANES, ROW_INNER = 16, 8
 ROW_MIN_COLUMNS = 4 * ROW_LANES
 ROW_WIDTH = 4  # bytes of the elements the lanes hold (f32, i32)

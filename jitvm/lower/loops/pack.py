@@ -25,8 +25,9 @@ in place, and the stored tile is kept transposed in the same stack buffer while 
 copies run (TilePlan: S[p*T_Q + q], copied in with the other copies, back when the blocked
 loop hands over). That tile is what makes LLVM's SLP vectorizer pack the copies by rows: it
 seeds on the stores of the accumulators after the reduction, which in the output's own layout
-are consecutive along P. A copy over Q's range needs Q to start at 0 (a chunk of a split nest
-does not): checked here, at run time, with the other conditions of the blocked copies.
+are consecutive along P. A copy over Q's range assumes Q starts at 0 (Q is the nest's root,
+whose start is a register): checked here, at run time, with the other conditions of the
+blocked copies, which run only when it holds.
 """
 
 from __future__ import annotations
@@ -150,8 +151,7 @@ def emit(e, packs, q: Loop, apart):
     ev = InvariantEval(e, proven=True)
     start = e.get(Reg("i64", q.iv, False, q.iv), "i64")
     done = b.and_(apart, b.icmp_signed("<", start, ev.expr(q.bound)))
-    if any(pk.q.id == q.id if isinstance(pk, TilePlan) else pk.p.id == q.id for pk in packs):
-        # a copy over Q's range assumes it starts at 0
+    if any(isinstance(pk, TilePlan) or pk.p.id == q.id for pk in packs):  # copies over Q's range: from 0
         done = b.and_(done, b.icmp_signed("==", start, const(I64, 0)))
     buffer, offset, repacked = _scratch(e, _bytes(packs)), 0, {}
     for pk in packs:  # each copy's place in the buffer (here: the blocked copies use them)
