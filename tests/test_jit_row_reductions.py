@@ -4,6 +4,7 @@ interpreter and jitvm's, bit for bit.
 
 The shapes are the ones exported transformers and CNNs bring (lower.loops.versioning's
 shares_loads: a softmax over heads and a max pool are jammed without register blocking;
+lower.loops.stage: the rows a softmax and a layer norm reduce, read from a transposed copy;
 runtime.native.vecmath's wide forms: the softmax's exp), and odd ones, whose rows, windows
 and tiles leave remainders.
 """
@@ -91,7 +92,8 @@ CASES = {
 }
 
 # Each step this file covers, turned off (its own JIT), next to all steps on.
-STEPS_OFF = {"all on": {}, "shared_blocking off": {"shared_blocking": False}, "wide_math off": {"wide_math": False}}
+STEPS_OFF = {"all on": {}, "shared_blocking off": {"shared_blocking": False}, "wide_math off": {"wide_math": False},
+             "stage_loads off": {"stage_loads": False}}
 
 
 def _inputs(shapes, seed):
@@ -147,6 +149,35 @@ def test_the_jit_gives_iree_interpreters_bits(programs, backends, name):
     for label, backend in [*backends.items(), ("jitvm interpreter", "interp")]:
         got = np.asarray(jitvm.load(str(programs[name]), backend=backend, driver="local-sync")["main"](*args))
         assert got.shape == want.shape and got.tobytes() == want.tobytes(), f"{name}: {label} differs from IREE"
+
+
+def _jam_plans(vmfb):
+    """(function, nest, jam plan as lowering takes it) of every jammed nest of the executables."""
+    from dataclasses import replace
+    from jitvm.frontend.module import load_module
+    from jitvm.lower.loops import delinearise, jam
+    from jitvm.lower.loops.versioning import NestVersioning, shares_loads
+    from jitvm.verify import verify_module
+    for exe in _executables(vmfb):
+        for vf in verify_module(load_module(exe.read_bytes())).functions:
+            for nest in NestVersioning().nests(vf).values():
+                p = None if isinstance(nest, delinearise.ChunkPlan) else jam.plan(vf, nest, True, True, True)
+                if p is not None and p.outer is not None and not shares_loads(nest, p.outer.loop, p.loop):
+                    p = replace(p, outer=None)
+                if p is not None:
+                    yield vf, nest, p
+
+
+@pytest.mark.parametrize("name,staged", [("softmax_8x64x128", {(64, 128)}), ("softmax_5x33x67", {(33, 67)}),
+                                         ("layernorm_64x384", {(64, 384)}), ("layernorm_37x383", {(37, 383)}),
+                                         ("maxpool_16x57", set())])
+def test_the_staged_rows_are_the_reduced_ones(programs, name, staged):
+    """The cases above run lower.loops.stage's copies: tiled (extents multiples of 16) and
+    element by element (odd extents); a max pool's windows are no rows and stay as they are."""
+    from jitvm.lower.loops import stage
+    got = {(s.p_trips, s.r_trips) for vf, nest, p in _jam_plans(programs[name]) if p.outer is None
+           for s in stage.plan(vf, nest, p)}
+    assert got == staged
 
 
 def _nests_unblocked_by_the_rule(vmfb):

@@ -40,7 +40,7 @@ class JitBackend:
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
         # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops,
         # chunk_loops, wide_vectors, scope_buffers, pack_operands, wide_math,
-        # shared_blocking, row_lanes
+        # shared_blocking, row_lanes, stage_loads
         # (ModuleLowering)
         # and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})

@@ -59,7 +59,8 @@ class ModuleLowering:
                  parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True,
                  derive_indices: bool = True, vector_math: bool = False, chunk_loops: bool = True,
                  wide_vectors: bool = False, scope_buffers: bool = True, pack_operands: bool = True,
-                 wide_math: bool = True, shared_blocking: bool = True, row_lanes: bool = True):
+                 wide_math: bool = True, shared_blocking: bool = True, row_lanes: bool = True,
+                 stage_loads: bool = True):
         self.verified = verified
         self.vector_math = vector_math  # libm calls the vectoriser may replace (runtime.native.vecmath)
         # ... by their AVX-512 forms too (16 lanes, tables read by permutes), where wide_vectors
@@ -81,6 +82,8 @@ class ModuleLowering:
         self.scope_buffers = scope_buffers
         # register blocking only where the blocked copies share a load (lower.loops.versioning.shares_loads)
         self.shared_blocking = shared_blocking
+        # a plain jam's far-apart row loads read from a transposed copy (lower.loops.stage)
+        self.stage_loads = stage_loads
         # a register-blocked nest's far-apart loads read from a transposed copy (lower.loops.pack)
         self.pack_operands = pack_operands
         # ... or, where the rows fill whole vectors, the rows run in the vector lanes (lower.loops.jam.ROW_LANES)

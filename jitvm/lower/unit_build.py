@@ -17,7 +17,7 @@ from .llvm import cache, compiler
 
 LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
               "parallel_loops", "vector_math", "chunk_loops", "wide_vectors",
-              "scope_buffers", "pack_operands", "wide_math", "shared_blocking", "row_lanes")
+              "scope_buffers", "pack_operands", "wide_math", "shared_blocking", "row_lanes", "stage_loads")
 
 
 class Unit:

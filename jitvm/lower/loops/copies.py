@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...frontend.decode import Reg
-from . import jam, pack
+from . import jam, pack, stage
 from .guard import proven_index
 from .scopes import ScopePlan
 
@@ -52,6 +52,13 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
         blocked_apart, repacked = pack.emit(e, outer.packs, outer.loop, apart)
         e.b.branch(entry)
         entry = pre
+    jam_apart, staged = apart, {}
+    stages = stage.plan(e.vf, nest, plan) if p_jammed and outer is None and e.mod.stage_loads and \
+        e.mod.affine_indices else ()
+    if stages:  # P's loop is entered through the transposed copies of the rows its copies read
+        stage_header = fn.append_basic_block(f"bb{plan.loop.header}_stage_test")
+        e.block_override[plan.loop.header] = stage_header
+        entry = e.block_override[nest.root.header]
     for i in nest.blocks:
         if jammed and i in plan.widest:
             continue
@@ -76,11 +83,17 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
         keys = [(r, k) for r in plan.stored for k in (*range(copies), None)]
         keys += [(r, None) for r in plan.widest_others]
         e.alias = e.mod.module.alias_scopes(keys)
+        if stages:
+            e.b.position_at_end(stage_header)
+            jam_apart, staged = stage.emit(e, stages, plan.loop, apart)
+            e.b.branch(jam_header)
         if p_jammed:
             # groups of plan.factor, then of each smaller factor in turn, then P's plain loop
             headers = [jam_header, *then_headers, rem_header]
+            e.repacked = staged
             for i, factor in enumerate((plan.factor, *plan.then)):
-                jam.emit(e, replace(plan, factor=factor), headers[i], headers[i + 1], apart)
+                jam.emit(e, replace(plan, factor=factor), headers[i], headers[i + 1], jam_apart)
+            e.repacked = {}
         if outer is not None:
             e.repacked = repacked
             jam.emit_outer(e, plan, q_header, q_rem_header, blocked_apart)
