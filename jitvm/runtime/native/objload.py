@@ -71,6 +71,7 @@ KINDS = ("text", "rodata", "data")  # in image order: each starts on a page of i
 PROTECTION = {"text": mmap.PROT_READ | mmap.PROT_EXEC, "rodata": mmap.PROT_READ,
               "data": mmap.PROT_READ | mmap.PROT_WRITE}
 _MASK = (1 << 64) - 1
+MAX_IMAGE_BYTES = 1 << 30  # a module's image larger than this is refused (a corrupt size)
 
 
 class Decline(Exception):
@@ -270,6 +271,9 @@ def _load(objects: list[_Object]) -> Image:
                     s.at = size
                     size += s.size
     size = max(page, (size + page - 1) & ~(page - 1))
+    if size > MAX_IMAGE_BYTES:
+        raise FormatError(f"{objects[0].origin}: the sections need {size} bytes, more than the "
+                          f"{MAX_IMAGE_BYTES}-byte limit of a module's image")
     image = bytearray(size)
     for o in objects:
         for s in o.sections:
