@@ -121,6 +121,11 @@ def test_truncated_or_damaged_objects_are_refused_or_declined_never_mapped():
             # a field the loader does not read (a non-loaded section's) leaves the code as it was
             assert image is None or KERNEL(image.symbols["jvt_kernel"])(1.0, 1) == want, (field, k)
     assert damaged > shnum  # most of them are caught
+    for k in range(1, shnum):  # a size no module has
+        bad = bytearray(obj)
+        struct.pack_into("<Q", bad, shoff + k * 64 + 32, 1 << 62)
+        with pytest.raises(FormatError):
+            objload.load([bytes(bad)])
 
 
 def test_what_it_does_not_understand_is_declined_and_mcjit_loads_it():

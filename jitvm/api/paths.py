@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
 from ..errors import Error
 
 EXAMPLE_PREFIX = "example:"
@@ -12,6 +10,8 @@ EXAMPLE_PREFIX = "example:"
 def resolve_path(text: str) -> str:
     """`example:NAME` names a module bundled with jitvm; anything else is a path."""
     if text.startswith(EXAMPLE_PREFIX):
+        from importlib import resources  # here: importing it costs every start tempfile, shutil, zipfile
+
         name = text[len(EXAMPLE_PREFIX):]
         path = resources.files("jitvm") / "examples" / f"{name}.vmfb"
         if not path.is_file():

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
 from pathlib import Path
 
 from ...errors import FormatError
@@ -27,6 +26,8 @@ def write(path: str | Path, manifest: dict, keys) -> int:
         if hit is None:
             raise FormatError(f"{path}: the code store has no entry {k} to bundle")
         entries[k] = hit
+    import zipfile  # here and in Bundle: a process that loads no bundle never needs it
+
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
         z.writestr("manifest.json", json.dumps({**manifest, "format": FORMAT, "entries": sorted(entries)}, indent=1))
@@ -42,6 +43,8 @@ class Bundle:
     """An opened bundle: its manifest and its entries, each checked against its digests."""
 
     def __init__(self, path: str | Path):
+        import zipfile
+
         self.path = str(path)
         try:
             with zipfile.ZipFile(path) as z:

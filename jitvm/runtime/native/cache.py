@@ -17,8 +17,6 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -58,7 +56,7 @@ def load(k: str) -> tuple[list[bytes], dict] | None:
         return None
     if not intact(objects, meta):
         _warn_once(k, f"jitvm: the cached code in {d} is damaged or stale; compiling it again")
-        shutil.rmtree(d, ignore_errors=True)
+        _remove(d)
         return None
     try:
         os.utime(d)  # recently used: pruned last
@@ -84,6 +82,13 @@ def describe(objects: list[bytes], meta: dict) -> dict:
     """`meta` with the fields `intact` checks."""
     return {**meta, "format": FORMAT, "sizes": [len(o) for o in objects],
             "digests": [hashlib.sha256(o).hexdigest() for o in objects]}
+
+
+def _remove(path) -> None:
+    """Removes a directory tree, if it is there (shutil imported here: reading needs none of it)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _warn_once(key: str, message: str) -> None:
@@ -115,6 +120,8 @@ def store(k: str, objects: list[bytes], meta: dict) -> None:
     final = cache_dir() / k[:2] / k
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # here: a process that only reads the store never needs it
+
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=final.parent))
         for i, obj in enumerate(objects):
             (tmp / f"code.{i}.o").write_bytes(obj)
@@ -122,7 +129,7 @@ def store(k: str, objects: list[bytes], meta: dict) -> None:
         try:
             os.replace(tmp, final)
         except OSError:  # another process stored it first
-            shutil.rmtree(tmp, ignore_errors=True)
+            _remove(tmp)
         prune(max_bytes())
     except OSError:
         pass  # a read-only or full disk only costs recompilation
@@ -130,7 +137,7 @@ def store(k: str, objects: list[bytes], meta: dict) -> None:
 
 def drop(k: str) -> None:
     """Removes the directory's entry `k` (one its reader found unusable), so it can be stored anew."""
-    shutil.rmtree(cache_dir() / k[:2] / k, ignore_errors=True)
+    _remove(cache_dir() / k[:2] / k)
 
 
 @contextmanager
@@ -206,7 +213,7 @@ def prune(limit: int) -> int:
     for _, size, d in found:
         if total <= limit:
             break
-        shutil.rmtree(d, ignore_errors=True)
+        _remove(d)
         total -= size
         removed += 1
     return removed
@@ -218,5 +225,5 @@ def clear() -> int:
     if not d.exists():
         return 0
     n = sum(1 for e in d.glob("*/*") if not e.parent.name.startswith("."))
-    shutil.rmtree(d, ignore_errors=True)
+    _remove(d)
     return n

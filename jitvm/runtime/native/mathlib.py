@@ -15,7 +15,6 @@ the new GLIBC_2.27 versions). `PINNED_VERSIONS` binds the same ones with dlvsym;
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import platform
 from functools import lru_cache
 
@@ -55,8 +54,15 @@ PINNED_VERSIONS: dict[str, dict[str, str]] = {
 
 @lru_cache(maxsize=None)
 def _libm():
-    path = ctypes.util.find_library("m")
-    return ctypes.CDLL(path) if path else ctypes.CDLL(None)
+    """glibc's libm by its soname (what find_library answers there, without running
+    `ldconfig -p` in a subprocess at every start), else whatever find_library finds."""
+    try:
+        return ctypes.CDLL("libm.so.6")
+    except OSError:
+        from ctypes.util import find_library
+
+        path = find_library("m")
+        return ctypes.CDLL(path) if path else ctypes.CDLL(None)
 
 
 def _versioned(name: str) -> int | None:

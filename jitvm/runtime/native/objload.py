@@ -13,7 +13,8 @@ them, the large model: every address is 64 bits wide, so sections may lie anywhe
   C++ exceptions, traps are return values); non-allocated sections (symbols, strings,
   relocation tables, notes, address-significance tables) are read or skipped;
 - relocations: R_X86_64_64 (S + A) and R_X86_64_PC64 (S + A - P), the only two in the
-  store's objects (readelf -r over a store of ~1500 entries);
+  store's objects (readelf -r over a store of ~1500 entries: PC64 only in `.eh_frame`, so
+  code and data need R_X86_64_64 alone);
 - symbols: defined in this module's objects first (a global or weak definition; two strong
   definitions of a name decline, as MCJIT refuses them), then jitvm's table and the process
   (runtime.native.symtab: MCJIT's search order).
@@ -71,6 +72,7 @@ KINDS = ("text", "rodata", "data")  # in image order: each starts on a page of i
 PROTECTION = {"text": mmap.PROT_READ | mmap.PROT_EXEC, "rodata": mmap.PROT_READ,
               "data": mmap.PROT_READ | mmap.PROT_WRITE}
 _MASK = (1 << 64) - 1
+MAX_IMAGE_BYTES = 1 << 30  # a module's image larger than this is refused (a corrupt size)
 
 
 class Decline(Exception):
@@ -100,7 +102,7 @@ class _Object:
     data: bytes
     sections: list[_Section]
     symbols: list[tuple[str, int, int, int, int]]  # (name, bind, type, shndx, value)
-    relocations: list[tuple[_Section, list[tuple[int, int, int, int]]]]  # target, [(offset, type, sym, addend)]
+    relocations: list[tuple[_Section, list[tuple[int, str, int, int]]]]  # target, [(offset, formula, sym, addend)]
 
 
 class Image:
@@ -270,6 +272,9 @@ def _load(objects: list[_Object]) -> Image:
                     s.at = size
                     size += s.size
     size = max(page, (size + page - 1) & ~(page - 1))
+    if size > MAX_IMAGE_BYTES:
+        raise FormatError(f"{objects[0].origin}: the sections need {size} bytes, more than the "
+                          f"{MAX_IMAGE_BYTES}-byte limit of a module's image")
     image = bytearray(size)
     for o in objects:
         for s in o.sections:

@@ -20,10 +20,11 @@ a template and its owner cannot drift apart silently.
 
 from __future__ import annotations
 
+import importlib
 import re
 import struct
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 from . import layout
 
@@ -51,7 +52,10 @@ def render_from(package: str, name: str, pool: dict) -> str:
 
 @lru_cache(maxsize=None)
 def _source(package: str, name: str) -> str:
-    return resources.files(package).joinpath(name).read_text()
+    """The template's text, read from the package's folder (jitvm is installed as files: the
+    code store's keys read its sources the same way; importlib.resources would cost every
+    start its imports of tempfile, shutil and zipfile)."""
+    return (Path(importlib.import_module(package).__file__).parent / name).read_text()
 
 
 @lru_cache(maxsize=None)

@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import os
 import struct
-import tempfile
 
 from ....errors import FormatError, UnsupportedError
 from ...exec.library import DISPATCH_FLAG_SEQUENTIAL, LibraryDispatch, LibraryEntry
@@ -109,6 +108,8 @@ def load_system(data: bytes, constants: bytes | None, origin: str) -> Library:
     if parsed.machine is not host:
         raise UnsupportedError(f"{origin}: is an {parsed.machine.name} library; this host is "
                                f"{host.name if host else 'not supported'}")
+    import tempfile  # here: only a system-library executable needs it
+
     fd, path = tempfile.mkstemp(prefix="jitvm-executable-", suffix=".so")
     try:
         with os.fdopen(fd, "wb") as f:
