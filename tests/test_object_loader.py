@@ -214,7 +214,7 @@ m = jitvm.load({str(CNN)!r})
 loaded_llvm = 'llvmlite.binding' in sys.modules
 x = np.linspace(-1, 1, 28 * 28, dtype=np.float32).reshape(1, 28, 28, 1)
 out = np.asarray(m.predict(x))
-print(json.dumps({{"llvm": loaded_llvm, "mapped": objload.STATS["mapped"], "asked_llvm": hostinfo.STATS["asked_llvm"],
+print(json.dumps({{"llvm": loaded_llvm, "llvm_after_call": 'llvmlite.binding' in sys.modules, "mapped": objload.STATS["mapped"], "asked_llvm": hostinfo.STATS["asked_llvm"],
                   "out": out.tobytes().hex()}}))
 """
 
@@ -224,7 +224,7 @@ def test_a_warm_load_imports_no_llvm_and_computes_what_mcjit_does(tmp_path):
     warm = json.loads(_run(PROBE_CNN, tmp_path, JITVM_TIER="full"))
     forced = json.loads(_run(PROBE_CNN, tmp_path, JITVM_TIER="full", **{objload.ENV: "0"}))
     assert cold["asked_llvm"] == 1 and cold["llvm"]
-    assert warm == {**warm, "llvm": False, "asked_llvm": 0} and warm["mapped"] > 0
+    assert warm == {**warm, "llvm": False, "llvm_after_call": False, "asked_llvm": 0} and warm["mapped"] > 0
     assert forced["mapped"] == 0 and forced["llvm"]
     assert cold["out"] == warm["out"] == forced["out"]
 
