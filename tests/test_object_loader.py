@@ -82,6 +82,16 @@ def test_mapped_code_computes_what_mcjit_code_computes():
         assert ctypes.c_int64.from_address(code.global_address("counter")).value == len(xs) * 4
 
 
+def test_pc_relative_data_points_where_mcjit_points():
+    """R_X86_64_PC64 (a relative pointer in data: what `.eh_frame` holds, and this constant)."""
+    obj = _object("@jvt_target = global i32 5\n"
+                  "@jvt_rel = constant i64 sub (i64 ptrtoint (ptr @jvt_target to i64), i64 ptrtoint (ptr @jvt_rel to i64))\n")
+    for code in (engine.JitModule(mapped=objload.load([obj])), engine._mcjit(None, [obj], targets.host(), 2)):
+        rel = code.global_address("jvt_rel")
+        assert ctypes.c_int64.from_address(rel).value == code.global_address("jvt_target") - rel != 0
+        assert ctypes.c_int32.from_address(rel + ctypes.c_int64.from_address(rel).value).value == 5
+
+
 def test_text_is_executable_and_never_writable():
     _provide_expf()
     image = objload.load([_object()])
