@@ -82,6 +82,16 @@ def test_mapped_code_computes_what_mcjit_code_computes():
         assert ctypes.c_int64.from_address(code.global_address("counter")).value == len(xs) * 4
 
 
+def test_pc_relative_data_points_where_mcjit_points():
+    """R_X86_64_PC64 (a relative pointer in data: what `.eh_frame` holds, and this constant)."""
+    obj = _object("@jvt_target = global i32 5\n"
+                  "@jvt_rel = constant i64 sub (i64 ptrtoint (ptr @jvt_target to i64), i64 ptrtoint (ptr @jvt_rel to i64))\n")
+    for code in (engine.JitModule(mapped=objload.load([obj])), engine._mcjit(None, [obj], targets.host(), 2)):
+        rel = code.global_address("jvt_rel")
+        assert ctypes.c_int64.from_address(rel).value == code.global_address("jvt_target") - rel != 0
+        assert ctypes.c_int32.from_address(rel + ctypes.c_int64.from_address(rel).value).value == 5
+
+
 def test_text_is_executable_and_never_writable():
     _provide_expf()
     image = objload.load([_object()])
@@ -214,7 +224,7 @@ m = jitvm.load({str(CNN)!r})
 loaded_llvm = 'llvmlite.binding' in sys.modules
 x = np.linspace(-1, 1, 28 * 28, dtype=np.float32).reshape(1, 28, 28, 1)
 out = np.asarray(m.predict(x))
-print(json.dumps({{"llvm": loaded_llvm, "mapped": objload.STATS["mapped"], "asked_llvm": hostinfo.STATS["asked_llvm"],
+print(json.dumps({{"llvm": loaded_llvm, "llvm_after_call": 'llvmlite.binding' in sys.modules, "mapped": objload.STATS["mapped"], "asked_llvm": hostinfo.STATS["asked_llvm"],
                   "out": out.tobytes().hex()}}))
 """
 
@@ -224,7 +234,7 @@ def test_a_warm_load_imports_no_llvm_and_computes_what_mcjit_does(tmp_path):
     warm = json.loads(_run(PROBE_CNN, tmp_path, JITVM_TIER="full"))
     forced = json.loads(_run(PROBE_CNN, tmp_path, JITVM_TIER="full", **{objload.ENV: "0"}))
     assert cold["asked_llvm"] == 1 and cold["llvm"]
-    assert warm == {**warm, "llvm": False, "asked_llvm": 0} and warm["mapped"] > 0
+    assert warm == {**warm, "llvm": False, "llvm_after_call": False, "asked_llvm": 0} and warm["mapped"] > 0
     assert forced["mapped"] == 0 and forced["llvm"]
     assert cold["out"] == warm["out"] == forced["out"]
 

@@ -80,7 +80,7 @@ class ModuleLowering:
         self.wide_vectors = wide_vectors
         # the fast copy of a nest not jammed has its buffers in alias scopes when apart (lower.loops.scopes)
         self.scope_buffers = scope_buffers
-        # register blocking only where the blocked copies share a load (lower.loops.versioning.shares_loads)
+        # register blocking only where it pays: shared loads or vector loads (lower.loops.versioning.blocking_pays)
         self.shared_blocking = shared_blocking
         # a plain jam's far-apart row loads read from a transposed copy (lower.loops.stage)
         self.stage_loads = stage_loads

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from ...verify.model import VerifiedFunction
 from . import delinearise, jam, parallel, scopes
-from .analysis import ZERO, Loop, Nest, back_edges_of, build_nest, loop_headers
+from .analysis import ZERO, Loop, Nest, back_edges_of, build_nest, constant_value, loop_headers
 from .copies import lower_nest_copy
 from .guard import all_iterations_in_range
 
@@ -56,7 +56,7 @@ class NestVersioning:
                         mod.row_lanes) \
             if mod.jam_loops else None
         if plan is not None and plan.outer is not None and mod.shared_blocking and \
-                not shares_loads(nest, plan.outer.loop, plan.loop):
+                not blocking_pays(e.vf, nest, plan.outer.loop, plan.loop):
             plan = replace(plan, outer=None)
         mod.blocked_nests += bool(plan and plan.outer)
         outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
@@ -89,16 +89,26 @@ class NestVersioning:
         e.b.branch(e.blocks[nest.root.exit])
 
 
-def shares_loads(nest: Nest, q: Loop, p: Loop) -> bool:
-    """Whether register blocking over `q` around the jammed loop `p` forms a product tile: a
-    load inside q whose element does not move with q (the Q copies share it: a matmul's
-    right-hand side row, a convolution's weights), or one that moves with q but not with p
-    (each Q copy's value broadcast to P's copies: attention weights times V over heads).
-    Where every load moves with both (a softmax over heads, rows of exp(x - max) summed; a
-    max pool's windows) blocking only multiplies the live registers, which spill around the
-    vector exp calls: the nest then runs with P jammed alone, and its root loop may be split
-    across threads. Measured one thread (Xeon, Emerald Rapids, CPU time, load 2.4-3.4):
-    MiniLM's softmax 12x128x128 dispatch 325 -> 269 us (4 x 32 blocked -> 64 rows jammed),
-    ResNet-50 (ONNX zoo) 3x3 max pool 64x56x56 499 -> 284 us (4 x 14)."""
+def blocking_pays(vf, nest: Nest, q: Loop, p: Loop) -> bool:
+    """Whether register blocking over `q` around the jammed loop `p` pays: it forms a product
+    tile (a load inside q whose element does not move with q, which the Q copies share: a
+    matmul's right-hand side row, a convolution's weights; or one that moves with q but not
+    with p, each Q copy's value broadcast to P's copies: attention weights times V over heads),
+    or P's copies read consecutive elements (vector loads: the Q copies' extra accumulators
+    keep the adds busy; an NHWC max pool over channels, 4 x 32: 7.0 us a dispatch, 11.2 jammed
+    alone). Where neither holds (a softmax over heads, rows of exp(x - max) summed, 128
+    elements apart; an NCHW max pool's stride-2 windows) blocking multiplies the gathers and
+    the live registers, which spill around the vector exp calls: the nest then runs with P
+    jammed alone (its rows may be staged, lower.loops.stage), and its root loop may be split
+    across threads. Measured one thread (Xeon, Emerald Rapids, CPU time, load 2.4-3.4): MiniLM's
+    softmax 12x128x128 dispatch 325 -> 269 us, ResNet-50 (ONNX zoo) 3x3 max pool 64x56x56
+    499 -> 284 us (4 x 14 blocked -> jammed alone)."""
     loads = [a for a in nest.accesses if not a.store and q.id in a.loops]
-    return any(a.element.coeff(q.id) == ZERO or (p.id in a.loops and a.element.coeff(p.id) == ZERO) for a in loads)
+    if any(a.element.coeff(q.id) == ZERO or (p.id in a.loops and a.element.coeff(p.id) == ZERO) for a in loads):
+        return True
+    step = constant_value(vf, p.step)
+    for a in loads:
+        c = constant_value(vf, a.element.coeff(p.id)) if p.id in a.loops else 0
+        if c is None or step is None or abs(c * step) > 1:
+            return False
+    return True

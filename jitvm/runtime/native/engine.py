@@ -64,7 +64,7 @@ class JitModule:
         return prototype(self.address(name))
 
 
-def jit_module(ir: str | llvm.ModuleRef | None = None, objects: Iterable[bytes] = (), *, opt: int = 2,
+def jit_module(ir: str | llvmlite.binding.ModuleRef | None = None, objects: Iterable[bytes] = (), *, opt: int = 2,
                export: Iterable[str] = (), cached: bool = True) -> JitModule:
     """`ir` (text or a parsed module, verified here) and/or object files, compiled at
     optimisation level `opt` for the host and finalized; the functions named in `export`
