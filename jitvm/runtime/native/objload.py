@@ -40,7 +40,6 @@ import struct
 import sys
 import weakref
 from collections import Counter
-from dataclasses import dataclass
 
 from ...errors import FormatError
 from . import symtab
@@ -83,26 +82,29 @@ def enabled() -> bool:
     return os.environ.get(ENV, "1") != "0"
 
 
-@dataclass
 class _Section:
-    index: int
-    name: str
-    type: int
-    flags: int
-    offset: int
-    size: int
-    align: int
-    kind: str | None = None  # KINDS, None when not loaded
-    at: int = 0  # offset in the image
+    """One section header, and where the section goes in the image (plain classes here: a
+    dataclass or NamedTuple costs every start milliseconds to create)."""
+
+    __slots__ = ("index", "name", "type", "flags", "offset", "size", "align", "kind", "at")
+
+    def __init__(self, index: int, name: str, type: int, flags: int, offset: int, size: int, align: int):
+        self.index, self.name, self.type, self.flags = index, name, type, flags
+        self.offset, self.size, self.align = offset, size, align
+        self.kind: str | None = None  # KINDS, None when not loaded
+        self.at = 0  # offset in the image
 
 
-@dataclass
 class _Object:
-    origin: str
-    data: bytes
-    sections: list[_Section]
-    symbols: list[tuple[str, int, int, int, int]]  # (name, bind, type, shndx, value)
-    relocations: list[tuple[_Section, list[tuple[int, str, int, int]]]]  # target, [(offset, formula, sym, addend)]
+    """One object file, read: its sections, symbols (name, bind, type, shndx, value) and, per
+    loaded section, its relocations (offset, formula, symbol index, addend)."""
+
+    __slots__ = ("origin", "data", "sections", "symbols", "relocations")
+
+    def __init__(self, origin: str, data: bytes, sections: list[_Section], symbols: list[tuple],
+                 relocations: list[tuple[_Section, list[tuple[int, str, int, int]]]]):
+        self.origin, self.data, self.sections = origin, data, sections
+        self.symbols, self.relocations = symbols, relocations
 
 
 class Image:
