@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import time
 
 import pytest
 
@@ -31,8 +32,9 @@ ENVIRONMENT = layout.CTYPES["ExeEnvironment"]()
 class Recorder:
     """A stand-in export: records every workgroup's view of its arguments."""
 
-    def __init__(self, fail=lambda x, y, z: 0, touch_local: bool = True):
+    def __init__(self, fail=lambda x, y, z: 0, touch_local: bool = True, pause: float = 0.0):
         self.calls = []
+        self.pause = pause  # seconds each workgroup sleeps: the GIL free for another worker's workgroups
         self.lock = threading.Lock()
         self.fail = fail
         self.touch_local = touch_local
@@ -40,6 +42,8 @@ class Recorder:
         self.address = ctypes.cast(self.fn, ctypes.c_void_p).value
 
     def _call(self, env, ds, ws):
+        if self.pause:
+            time.sleep(self.pause)
         d, w = DispatchStateT.from_address(ds), WorkgroupStateT.from_address(ws)
         local = w.local_memory or 0
         first = ctypes.c_uint64.from_address(local).value if local else None
@@ -116,7 +120,7 @@ def test_every_workgroup_runs_once_with_ieee_states(threads):
 def test_several_threads_share_a_grid():
     if not native().pooled:
         pytest.skip("no dispatch pool on this host")
-    rec = Recorder()
+    rec = Recorder(pause=0.001)  # else, on a busy machine, the caller may run every workgroup before a worker wakes
     runner = _runner(2)
     try:
         for _ in range(20):
