@@ -5,8 +5,10 @@ function, one call per element, and a loop around such a call does not vectorise
 module builds, in LLVM IR, vector versions of those functions that follow the host libm's
 algorithm operation by operation (glibc 2.28+ on x86_64 with FMA: ARM's optimized-routines
 float functions expf and logf, double-precision evaluation over a small table, the
-multiply-adds the FMA build contracts; Sun's fdlibm erff in float arithmetic), so each lane's result is the one the scalar call returns. Lanes the fast
-path does not cover (NaN, infinities, overflow and underflow ranges) are recomputed with the
+multiply-adds the FMA build contracts; Sun's fdlibm erff in float arithmetic, not contracted),
+so each lane's result is the one the scalar call returns. erff's ranges each have their own
+rational function: a lane evaluates its own range's coefficients (one Horner chain each for P
+and Q, one division), not every range's. Lanes the fast path does not cover (NaN, infinities, overflow and underflow ranges) are recomputed with the
 scalar call itself.
 
 Lowering calls `SCALAR_NAME[name]`, a pure module-local wrapper of the libm call carrying
