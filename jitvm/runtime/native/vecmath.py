@@ -250,12 +250,27 @@ def _erff_tail(L: _Lines, x: str, ax: str, negative: str, masks) -> tuple[str, s
     return pq, _select(L, negative, L.op(f"fsub {f32} {rx}, {one}"), L.op(f"fsub {f32} {one}, {rx}"))
 
 
+def _erff_combine(L: _Lines, x: str, pq: str, tail: str, negative: str, masks) -> str:
+    """Each lane's erff from its range's P/Q (and the tail's value, 1.25 <= |x| < 6)."""
+    f32 = L.t("float")
+    one = L.splat("float", "1.0")
+    small = L.op(f"fadd {f32} {x}, {L.op(f'fmul {f32} {x}, {pq}')}")  # |x| < 0.84375: x + x*(P/Q)
+    mid_pos = L.op(f"fadd {f32} {L.splat('float', _f(_ERFF['erx']))}, {pq}")  # < 1.25: +-erx +- P/Q
+    mid_neg = L.op(f"fsub {f32} {L.splat('float', _f(_ERFF['erx'] | 0x80000000))}, {pq}")
+    middle = _select(L, negative, mid_neg, mid_pos)
+    # |x| >= 6: one - tiny, tiny - one
+    tiny = L.splat("float", _d(float(struct.unpack("<f", struct.pack("<f", 1e-30))[0])))
+    sat = _select(L, negative, L.op(f"fsub {f32} {tiny}, {one}"), L.op(f"fsub {f32} {one}, {tiny}"))
+    out = _select(L, masks[3], tail, sat)
+    out = _select(L, masks[1], middle, out)
+    return _select(L, masks[0], small, out)
+
+
 def _erff_fast(L: _Lines, x: str) -> tuple[str, str]:
     """glibc erff, one rational function per lane with its range's coefficients, the shortest
     that covers the vector's ranges (|x| < 0.84375 on all lanes, < 1.25, else all four with
     the tail's two expf); NaN, infinities and |x| < 2^-28 go to the scalar call."""
     f32, i32 = L.t("float"), L.t("i32")
-    c = _ERFF
     one = L.splat("float", "1.0")
     hx = L.op(f"bitcast {f32} {x} to {i32}")
     ix = L.op(f"and {i32} {hx}, {L.splat('i32', str(0x7fffffff))}")
@@ -272,30 +287,22 @@ def _erff_fast(L: _Lines, x: str) -> tuple[str, str]:
     not_small = L.op(f"xor <{L.w} x i1> {masks[0]}, splat (i1 true)")
     L.lines.append(f"  br i1 {L.any(in_tail)}, label %erf.tail, label %erf.head")
     L.label("erf.tail")
-    pq_tail, tail = _erff_tail(L, x, ax, negative, masks)
+    pq, tail = _erff_tail(L, x, ax, negative, masks)
+    out_tail = _erff_combine(L, x, pq, tail, negative, masks)
     L.lines.append("  br label %erf.join")
     L.label("erf.head")
     z = L.op(f"fmul {f32} {x}, {x}")
     L.lines.append(f"  br i1 {L.any(not_small)}, label %erf.middle, label %erf.small")
-    L.label("erf.small")
-    pq_small = _rational(L, z, _ERFF_RANGES[:1], masks)
+    L.label("erf.small")  # every lane |x| < 0.84375: x + x*(P/Q)
+    pq = _rational(L, z, _ERFF_RANGES[:1], masks)
+    out_small = L.op(f"fadd {f32} {x}, {L.op(f'fmul {f32} {x}, {pq}')}")
     L.lines.append("  br label %erf.join")
     L.label("erf.middle")
-    pq_middle = _rational(L, _select(L, masks[0], z, L.op(f"fsub {f32} {ax}, {one}")), _ERFF_RANGES[:2], masks)
+    pq = _rational(L, _select(L, masks[0], z, L.op(f"fsub {f32} {ax}, {one}")), _ERFF_RANGES[:2], masks)
+    out_middle = _erff_combine(L, x, pq, "poison", negative, masks)
     L.lines.append("  br label %erf.join")
     L.label("erf.join")
-    pq = L.op(f"phi {f32} [ {pq_tail}, %erf.tail ], [ {pq_small}, %erf.small ], [ {pq_middle}, %erf.middle ]")
-    tail = L.op(f"phi {f32} [ {tail}, %erf.tail ], [ poison, %erf.small ], [ poison, %erf.middle ]")
-    small = L.op(f"fadd {f32} {x}, {L.op(f'fmul {f32} {x}, {pq}')}")  # |x| < 0.84375: x + x*(P/Q)
-    mid_pos = L.op(f"fadd {f32} {L.splat('float', _f(c['erx']))}, {pq}")  # < 1.25: +-erx +- P/Q
-    mid_neg = L.op(f"fsub {f32} {L.splat('float', _f(c['erx'] | 0x80000000))}, {pq}")
-    middle = _select(L, negative, mid_neg, mid_pos)
-    # |x| >= 6: one - tiny, tiny - one
-    tiny = L.splat("float", _d(float(struct.unpack("<f", struct.pack("<f", 1e-30))[0])))
-    sat = _select(L, negative, L.op(f"fsub {f32} {tiny}, {one}"), L.op(f"fsub {f32} {one}, {tiny}"))
-    out = _select(L, masks[3], tail, sat)
-    out = _select(L, masks[1], middle, out)
-    out = _select(L, masks[0], small, out)
+    out = L.op(f"phi {f32} [ {out_tail}, %erf.tail ], [ {out_small}, %erf.small ], [ {out_middle}, %erf.middle ]")
     return out, special
 
 
