@@ -8,8 +8,8 @@ float functions expf and logf, double-precision evaluation over a small table, t
 multiply-adds the FMA build contracts; Sun's fdlibm erff in float arithmetic, not contracted),
 so each lane's result is the one the scalar call returns. erff's ranges each have their own
 rational function: a lane evaluates its own range's coefficients (one Horner chain each for P
-and Q, one division), not every range's. Lanes the fast path does not cover (NaN, infinities, overflow and underflow ranges) are recomputed with the
-scalar call itself.
+and Q, one division), not every range's. Lanes the fast path does not cover (NaN, infinities,
+overflow and underflow ranges) are recomputed with the scalar call itself.
 
 Lowering calls `SCALAR_NAME[name]`, a pure module-local wrapper of the libm call carrying
 LLVM's `vector-function-abi-variant` attribute, so the loop vectoriser may replace it with
@@ -227,8 +227,9 @@ def _select(L: _Lines, cond: str, a: str, b: str) -> str:
 
 
 def _erff_tail(L: _Lines, x: str, ax: str, negative: str, masks) -> tuple[str, str]:
-    """1.25 <= |x| < 6 (and P/Q of every range): the rational function in 1/(x*x), then
-    exp(-z*z - 0.5625) * exp((z-x)*(z+x) + R/S) / |x| with z = |x| cut to 12 mantissa bits."""
+    """(P/Q of every range, the tail's value) for a vector with a lane at 1.25 <= |x| < 6:
+    there R/S in 1/(x*x), then exp(-z*z - 0.5625) * exp((z-x)*(z+x) + R/S) / |x| with z = |x|
+    cut to 12 mantissa bits."""
     f32, i32 = L.t("float"), L.t("i32")
     one = L.splat("float", "1.0")
     axbits = L.op(f"bitcast {f32} {ax} to {i32}")
@@ -236,7 +237,7 @@ def _erff_tail(L: _Lines, x: str, ax: str, negative: str, masks) -> tuple[str, s
     zz = L.op(f"bitcast {i32} {zbits} to {f32}")
     nz = L.op(f"fneg {f32} {zz}")
     e1 = L.op(f"fsub {f32} {L.op(f'fmul {f32} {nz}, {zz}')}, {L.splat('float', _f(0x3f100000))}")
-    x2 = L.op(f"fmul {f32} {x}, {x}")
+    x2 = L.op(f"fmul {f32} {x}, {x}")  # the bits of |x|*|x|
     s = _select(L, masks[0], x2, _select(L, masks[1], L.op(f"fsub {f32} {ax}, {one}"),
                                           L.op(f"fdiv {f32} {one}, {x2}")))
     pq = _rational(L, s, _ERFF_RANGES, masks)
