@@ -141,6 +141,18 @@ def test_a_wrong_table_entry_shows_in_the_wide_forms(monkeypatch):
     assert vector_math.Maps(["expf"], wide=True).differences("expf", x).size > 0
 
 
+@needs_host
+@pytest.mark.parametrize("key", ["pp", "pa", "ra", "sb"])
+def test_a_changed_erff_coefficient_of_each_range_shows(monkeypatch, key):
+    """Each of erff's ranges evaluates its own coefficients (selected per lane): one of them
+    changed (by 2^16 ulps: rb and sb, |x| >= 1/0.35, move few results at all) changes results."""
+    x = vector_math.probe_inputs()
+    changed = list(vecmath._ERFF[key])
+    changed[1] += 1 << 16
+    monkeypatch.setattr(vecmath, "_ERFF", {**vecmath._ERFF, key: tuple(changed)})
+    assert vector_math.Maps(["erff"]).differences("erff", x).size > 0
+
+
 # --- end to end: VMVX programs ----------------------------------------------------------------
 
 SHAPES = {"softmax": (2, 8, 128), "gelu": (8, 256)}

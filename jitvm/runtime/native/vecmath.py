@@ -5,9 +5,11 @@ function, one call per element, and a loop around such a call does not vectorise
 module builds, in LLVM IR, vector versions of those functions that follow the host libm's
 algorithm operation by operation (glibc 2.28+ on x86_64 with FMA: ARM's optimized-routines
 float functions expf and logf, double-precision evaluation over a small table, the
-multiply-adds the FMA build contracts; Sun's fdlibm erff in float arithmetic), so each lane's result is the one the scalar call returns. Lanes the fast
-path does not cover (NaN, infinities, overflow and underflow ranges) are recomputed with the
-scalar call itself.
+multiply-adds the FMA build contracts; Sun's fdlibm erff in float arithmetic, not contracted),
+so each lane's result is the one the scalar call returns. erff's ranges each have their own
+rational function: a lane evaluates its own range's coefficients (one Horner chain each for P
+and Q, one division), not every range's. Lanes the fast path does not cover (NaN, infinities,
+overflow and underflow ranges) are recomputed with the scalar call itself.
 
 Lowering calls `SCALAR_NAME[name]`, a pure module-local wrapper of the libm call carrying
 LLVM's `vector-function-abi-variant` attribute, so the loop vectoriser may replace it with
@@ -178,25 +180,98 @@ def _f(bits: int) -> str:
     return _d(struct.unpack("<f", struct.pack("<I", bits))[0])
 
 
-def _horner(L: _Lines, s: str, coefficients) -> str:
-    """c0+s*(c1+s*(c2+...)) in float, innermost first, as the C source groups it."""
-    f32 = L.t("float")
-    acc = L.splat("float", _f(coefficients[-1]))
-    for c in reversed(coefficients[:-1]):
-        acc = L.op(f"fmul {f32} {s}, {acc}")
-        acc = L.op(f"fadd {f32} {L.splat('float', _f(c))}, {acc}")
+# erff's ranges of |x| (float bits below the bound) and the coefficient lists of their P and Q.
+_ERFF_RANGES = ((0x3f580000, "pp", "qq"),  # |x| < 0.84375, in x*x
+                (0x3fa00000, "pa", "qa"),  # < 1.25, in |x| - 1
+                (0x4036DB6E, "ra", "sa"),  # < 1/0.35, in 1/(x*x)
+                (0x40c00000, "rb", "sb"))  # < 6 (beyond: +-1), in 1/(x*x)
+
+
+def _columns(ranges, key: int) -> list[tuple[int, ...]]:
+    """Coefficient k of P (key 1) or Q (key 2) of each of `ranges`, lowest k first, the
+    shorter lists padded with zeros: Horner from the top turns a zero's c + s*0 into c
+    exactly (s finite, c not zero), so a padded polynomial's value keeps its bits."""
+    lists = [_ERFF[r[key]] for r in ranges]
+    n = max(map(len, lists))
+    return list(zip(*(tuple(c) + (0,) * (n - len(c)) for c in lists)))
+
+
+def _by_range(L: _Lines, masks, values) -> str:
+    """Each lane's value of its range: values[i] where masks[i] (|x| below range i's bound)
+    is the first mask set, the last value where none is."""
+    if len(set(values)) == 1:
+        return L.splat("float", _f(values[0]))
+    acc = L.splat("float", _f(values[-1]))
+    for mask, value in reversed(list(zip(masks, values))[:-1]):
+        acc = _select(L, mask, L.splat("float", _f(value)), acc)
     return acc
+
+
+def _rational(L: _Lines, s: str, ranges, masks) -> str:
+    """P(s)/Q(s) of each lane's range among `ranges`: P and Q each one Horner chain in float,
+    innermost first as the C source groups it, with per-lane coefficients; one division."""
+    f32 = L.t("float")
+    polys = []
+    for key in (1, 2):
+        columns = _columns(ranges, key)
+        acc = _by_range(L, masks, columns[-1])
+        for c in reversed(columns[:-1]):
+            acc = L.op(f"fmul {f32} {s}, {acc}")
+            acc = L.op(f"fadd {f32} {_by_range(L, masks, c)}, {acc}")
+        polys.append(acc)
+    return L.op(f"fdiv {f32} {polys[0]}, {polys[1]}")
 
 
 def _select(L: _Lines, cond: str, a: str, b: str) -> str:
     return L.op(f"select <{L.w} x i1> {cond}, {L.t('float')} {a}, {L.t('float')} {b}")
 
 
-def _erff_fast(L: _Lines, x: str) -> tuple[str, str]:
-    """glibc erff's five ranges on every lane, each lane keeping its own; NaN, infinities and
-    |x| < 2^-28 go to the scalar call."""
+def _erff_tail(L: _Lines, x: str, ax: str, negative: str, masks) -> tuple[str, str]:
+    """(P/Q of every range, the tail's value) for a vector with a lane at 1.25 <= |x| < 6:
+    there R/S in 1/(x*x), then exp(-z*z - 0.5625) * exp((z-x)*(z+x) + R/S) / |x| with z = |x|
+    cut to 12 mantissa bits."""
     f32, i32 = L.t("float"), L.t("i32")
-    c = _ERFF
+    one = L.splat("float", "1.0")
+    axbits = L.op(f"bitcast {f32} {ax} to {i32}")
+    zbits = L.op(f"and {i32} {axbits}, {L.splat('i32', str(0xfffff000))}")
+    zz = L.op(f"bitcast {i32} {zbits} to {f32}")
+    nz = L.op(f"fneg {f32} {zz}")
+    e1 = L.op(f"fsub {f32} {L.op(f'fmul {f32} {nz}, {zz}')}, {L.splat('float', _f(0x3f100000))}")
+    x2 = L.op(f"fmul {f32} {x}, {x}")  # the bits of |x|*|x|
+    s = _select(L, masks[0], x2, _select(L, masks[1], L.op(f"fsub {f32} {ax}, {one}"),
+                                          L.op(f"fdiv {f32} {one}, {x2}")))
+    pq = _rational(L, s, _ERFF_RANGES, masks)
+    zmx = L.op(f"fsub {f32} {zz}, {ax}")
+    zpx = L.op(f"fadd {f32} {zz}, {ax}")
+    e2 = L.op(f"fadd {f32} {L.op(f'fmul {f32} {zmx}, {zpx}')}, {pq}")
+    exp1, _ = _expf_fast(L, e1)
+    exp2, _ = _expf_fast(L, e2)  # both arguments lie well inside expf's fast path
+    rr = L.op(f"fmul {f32} {exp1}, {exp2}")
+    rx = L.op(f"fdiv {f32} {rr}, {ax}")
+    return pq, _select(L, negative, L.op(f"fsub {f32} {rx}, {one}"), L.op(f"fsub {f32} {one}, {rx}"))
+
+
+def _erff_combine(L: _Lines, x: str, pq: str, tail: str, negative: str, masks) -> str:
+    """Each lane's erff from its range's P/Q (and the tail's value, 1.25 <= |x| < 6)."""
+    f32 = L.t("float")
+    one = L.splat("float", "1.0")
+    small = L.op(f"fadd {f32} {x}, {L.op(f'fmul {f32} {x}, {pq}')}")  # |x| < 0.84375: x + x*(P/Q)
+    mid_pos = L.op(f"fadd {f32} {L.splat('float', _f(_ERFF['erx']))}, {pq}")  # < 1.25: +-erx +- P/Q
+    mid_neg = L.op(f"fsub {f32} {L.splat('float', _f(_ERFF['erx'] | 0x80000000))}, {pq}")
+    middle = _select(L, negative, mid_neg, mid_pos)
+    # |x| >= 6: one - tiny, tiny - one
+    tiny = L.splat("float", _d(float(struct.unpack("<f", struct.pack("<f", 1e-30))[0])))
+    sat = _select(L, negative, L.op(f"fsub {f32} {tiny}, {one}"), L.op(f"fsub {f32} {one}, {tiny}"))
+    out = _select(L, masks[3], tail, sat)
+    out = _select(L, masks[1], middle, out)
+    return _select(L, masks[0], small, out)
+
+
+def _erff_fast(L: _Lines, x: str) -> tuple[str, str]:
+    """glibc erff, one rational function per lane with its range's coefficients, the shortest
+    that covers the vector's ranges (|x| < 0.84375 on all lanes, < 1.25, else all four with
+    the tail's two expf); NaN, infinities and |x| < 2^-28 go to the scalar call."""
+    f32, i32 = L.t("float"), L.t("i32")
     one = L.splat("float", "1.0")
     hx = L.op(f"bitcast {f32} {x} to {i32}")
     ix = L.op(f"and {i32} {hx}, {L.splat('i32', str(0x7fffffff))}")
@@ -207,55 +282,28 @@ def _erff_fast(L: _Lines, x: str) -> tuple[str, str]:
 
     not_finite = L.op(f"icmp uge {i32} {ix}, {L.splat('i32', str(0x7f800000))}")
     special = L.op(f"or <{L.w} x i1> {not_finite}, {below(0x31800000)}")
-    # |x| < 0.84375
-    z = L.op(f"fmul {f32} {x}, {x}")
-    r = _horner(L, z, c["pp"])
-    s = _horner(L, z, c["qq"])
-    y = L.op(f"fdiv {f32} {r}, {s}")
-    small = L.op(f"fadd {f32} {x}, {L.op(f'fmul {f32} {x}, {y}')}")
-    # 0.84375 <= |x| < 1.25
+    masks = [below(bound) for bound, _, _ in _ERFF_RANGES]
     ax = L.op(f"call {f32} @llvm.fabs.v{L.w}f32({f32} {x})")
-    s1 = L.op(f"fsub {f32} {ax}, {one}")
-    p = _horner(L, s1, c["pa"])
-    q = _horner(L, s1, c["qa"])
-    pq = L.op(f"fdiv {f32} {p}, {q}")
-    erx = L.splat("float", _f(c["erx"]))
-    mid_pos = L.op(f"fadd {f32} {erx}, {pq}")
-    mid_neg = L.op(f"fsub {f32} {L.splat('float', _f(c['erx'] | 0x80000000))}, {pq}")
-    mid = _select(L, negative, mid_neg, mid_pos)
-    # 1.25 <= |x| < 6, computed only when a lane is there (it costs four times the rest)
-    in_tail = L.op(f"xor <{L.w} x i1> {below(0x3fa00000)}, {below(0x40c00000)}")
-    before = L.block
-    L.lines.append(f"  br i1 {L.any(in_tail)}, label %erf.tail, label %erf.join")
+    in_tail = L.op(f"xor <{L.w} x i1> {masks[1]}, {masks[3]}")
+    not_small = L.op(f"xor <{L.w} x i1> {masks[0]}, splat (i1 true)")
+    L.lines.append(f"  br i1 {L.any(in_tail)}, label %erf.tail, label %erf.head")
     L.label("erf.tail")
-    x2 = L.op(f"fmul {f32} {ax}, {ax}")
-    s2 = L.op(f"fdiv {f32} {one}, {x2}")
-    near = below(0x4036DB6E)  # |x| < 1/0.35
-    ra, sa = _horner(L, s2, c["ra"]), _horner(L, s2, c["sa"])
-    rb, sb = _horner(L, s2, c["rb"]), _horner(L, s2, c["sb"])
-    big_r, big_s = _select(L, near, ra, rb), _select(L, near, sa, sb)
-    axbits = L.op(f"bitcast {f32} {ax} to {i32}")
-    zbits = L.op(f"and {i32} {axbits}, {L.splat('i32', str(0xfffff000))}")
-    zz = L.op(f"bitcast {i32} {zbits} to {f32}")
-    nz = L.op(f"fneg {f32} {zz}")
-    e1 = L.op(f"fsub {f32} {L.op(f'fmul {f32} {nz}, {zz}')}, {L.splat('float', _f(0x3f100000))}")
-    zmx = L.op(f"fsub {f32} {zz}, {ax}")
-    zpx = L.op(f"fadd {f32} {zz}, {ax}")
-    e2 = L.op(f"fadd {f32} {L.op(f'fmul {f32} {zmx}, {zpx}')}, {L.op(f'fdiv {f32} {big_r}, {big_s}')}")
-    exp1, _ = _expf_fast(L, e1)  # both arguments lie well inside expf's fast path
-    exp2, _ = _expf_fast(L, e2)
-    rr = L.op(f"fmul {f32} {exp1}, {exp2}")
-    rx = L.op(f"fdiv {f32} {rr}, {ax}")
-    tail = _select(L, negative, L.op(f"fsub {f32} {rx}, {one}"), L.op(f"fsub {f32} {one}, {rx}"))
+    pq, tail = _erff_tail(L, x, ax, negative, masks)
+    out_tail = _erff_combine(L, x, pq, tail, negative, masks)
+    L.lines.append("  br label %erf.join")
+    L.label("erf.head")
+    z = L.op(f"fmul {f32} {x}, {x}")
+    L.lines.append(f"  br i1 {L.any(not_small)}, label %erf.middle, label %erf.small")
+    L.label("erf.small")  # every lane |x| < 0.84375: x + x*(P/Q)
+    pq = _rational(L, z, _ERFF_RANGES[:1], masks)
+    out_small = L.op(f"fadd {f32} {x}, {L.op(f'fmul {f32} {x}, {pq}')}")
+    L.lines.append("  br label %erf.join")
+    L.label("erf.middle")
+    pq = _rational(L, _select(L, masks[0], z, L.op(f"fsub {f32} {ax}, {one}")), _ERFF_RANGES[:2], masks)
+    out_middle = _erff_combine(L, x, pq, "poison", negative, masks)
     L.lines.append("  br label %erf.join")
     L.label("erf.join")
-    tail = L.op(f"phi {f32} [ {tail}, %erf.tail ], [ poison, %{before} ]")
-    # |x| >= 6: one - tiny, tiny - one
-    tiny = L.splat("float", _d(float(struct.unpack("<f", struct.pack("<f", 1e-30))[0])))
-    sat = _select(L, negative, L.op(f"fsub {f32} {tiny}, {one}"), L.op(f"fsub {f32} {one}, {tiny}"))
-    out = _select(L, below(0x40c00000), tail, sat)
-    out = _select(L, below(0x3fa00000), mid, out)
-    out = _select(L, below(0x3f580000), small, out)
+    out = L.op(f"phi {f32} [ {out_tail}, %erf.tail ], [ {out_small}, %erf.small ], [ {out_middle}, %erf.middle ]")
     return out, special
 
 
