@@ -369,11 +369,18 @@ def test_no_compile_workers_start_when_the_store_has_the_code(tmp_path, monkeypa
         assert not compile_pool._spare
 
 
+def _kernel_executables(backend, before) -> list:
+    return [lm.executable for key, lm in list(hal_executable._loaded_cache.items())
+            if key not in before and isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is backend]
+
+
 @pytest.mark.parametrize("heavy", [False, True])
-def test_kernels_that_would_run_long_on_baseline_code_get_the_full_tier_at_once(tmp_path, monkeypatch, heavy):
+def test_kernels_that_would_run_long_on_baseline_code_start_on_the_middle_tier(tmp_path, monkeypatch, heavy):
     """Under "auto" a kernel's first dispatch compiles it quickly, unless its dispatches in
     the call make more element accesses than HEAVY_ACCESSES (lower.work's estimate): then the
-    full tier at once (the CNN's kernels make some 10^5: the threshold is lowered to see it)."""
+    middle tier at once (the full tier's lowering through O1; the CNN's kernels make some
+    10^5: the threshold is lowered to see it), which tiers up to the full tier like baseline
+    code; every tier gives the interpreter's bits."""
     monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
     if heavy:
         monkeypatch.setattr(lazy, "HEAVY_ACCESSES", 1000)
@@ -382,12 +389,36 @@ def test_kernels_that_would_run_long_on_baseline_code_get_the_full_tier_at_once(
     backend = JitBackend(progress=False, tier="auto")
     m = jitvm.load("example:cnn", backend=backend)
     x = np.random.default_rng(5).random((1, 28, 28, 1), np.float32)
-    got = m.predict(x)
-    kernels = [lm.executable for key, lm in list(hal_executable._loaded_cache.items())
-               if key not in before and isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is backend]
-    stats = [k.compile_stats() for k in kernels]
-    assert stats and sum(s["compiled"] for s in stats) > 0, repr(stats)
-    tiers = {"full" if s["full"] else "baseline" for s in stats if s["compiled"]}
-    assert tiers == ({"full"} if heavy else {"baseline"}), repr(stats)
     want = jitvm.load("example:cnn", backend="interp").predict(x)
+    got = m.predict(x)
+    stats = [k.compile_stats() for k in _kernel_executables(backend, before)]
+    assert stats and sum(s["compiled"] for s in stats) > 0, repr(stats)
+    tiers = {t for s in stats for t in ("baseline", "middle", "full") if s[t]}
+    assert tiers == ({"middle", "baseline"} if heavy else {"baseline"}), repr(stats)  # heavy: not every kernel
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    got = m.predict(x)  # called again: hot
+    assert lazy.wait_for_tier_up(300)
+    stats = [k.compile_stats() for k in _kernel_executables(backend, before)]
+    assert all(s["full"] == s["compiled"] for s in stats), repr(stats)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(m.predict(x).view(np.uint32), want.view(np.uint32))
+
+
+def test_the_store_keeps_a_units_tiers_apart(tmp_path, monkeypatch):
+    """A kernel's baseline, middle and full code have keys of their own in the code store;
+    each tier's code is read back under its own key."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    gc.collect()
+    before = set(hal_executable._loaded_cache.keys())
+    backend = JitBackend(progress=False, tier="baseline")
+    jitvm.load("example:cnn", backend=backend).predict(np.zeros((1, 28, 28, 1), np.float32))
+    exe = max(_kernel_executables(backend, before), key=lambda e: len(e.units))
+    unit = next(u for u in exe.units if exe.builder._loops(u))
+    tiers = ("baseline", "middle", "full")
+    keys = {t: exe.builder.key(unit, exe.options(unit, t)) for t in tiers}
+    assert len(set(keys.values())) == 3
+    assert exe.options(unit, "middle")["speed"] == compiler.MIDDLE
+    built = {t: exe.builder.build([unit], t)[0][2] for t in tiers}
+    assert len({bytes(b"".join(objects)) for objects in built.values()}) == 3
+    for t in tiers:
+        assert cache.load(keys[t])[0] == built[t]

@@ -11,7 +11,8 @@ which then compile side by side on the compile pool).
 
 Tiers (`tier=`): "full" compiles with today's pipeline (the first call waits for it);
 "baseline" quickly (loop nests guarded but not jammed, lower.llvm.compiler.BASELINE's few
-passes, fast instruction selection; slower code); "auto" starts with the baseline and, for
+passes, fast instruction selection; slower code); "auto" starts with the baseline (a kernel
+whose first call would run long on it: the middle tier, `HEAVY_ACCESSES`) and, for
 functions called again (the counting entry counts calls natively), compiles the unit with
 the full pipeline in the background (`TIER_UP`: lowered on its thread, optimised on compile
 worker processes, so this process's LLVM stays free), then swaps the cell between calls. Both tiers are kept in the code store; a later process
@@ -41,16 +42,20 @@ from . import work as units_work
 from .units import call_components, run_once
 
 TIERS = ("auto", "baseline", "full")
+QUICK = ("baseline", "middle")  # the tiers code starts on under "auto", until its tier-up
 HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
-# A kernel making this many buffer element accesses per call (units_work's estimate) gets
-# the full tier at its first call under "auto": baseline code takes some 0.5-2.5 ns an access
-# (measured per kernel, one thread: matmuls about 0.6, 3x3 convolutions 1.5-2.5), so about
-# 0.4 s here, what compiling a kernel's full tier costs (0.25-0.6 s of CPU). ResNet-50-style
-# 64's kernels make 190 M at most; at 224 twenty of its 36 make more (its 3x3 conv at 14x14,
-# 2,300 M: 3.4 s on baseline code, 27 ms on the full tier's); the transformer's (MiniLM-L6
-# shape) four large matmuls 450-1,800 M; EfficientNet-Lite0's 130 M at most.
-HEAVY_ACCESSES = 400_000_000
+# A kernel making this many buffer element accesses per call (units_work's estimate) starts
+# on the middle tier under "auto" (the full tier's lowering at 256-bit blocking through
+# LLVM's O1 with the SLP vectoriser, compiler.MIDDLE), which tiers up like baseline code:
+# baseline code takes some 0.5-2.5 ns an access (measured per kernel, one thread: matmuls
+# about 0.6, 3x3 convolutions 1.5-2.5), so about 0.3 s here, what compiling a kernel's middle
+# tier costs (0.2-0.4 s of CPU; the full tier's 0.3-0.6 s, its code 1.3x faster, the
+# baseline's some 50x slower). ResNet-50-style 64's kernels make 190 M at most; at 224
+# twenty of its 36 make more (its 3x3 conv at 14x14, 2,300 M: 3.4 s on baseline code, 27 ms
+# on the full tier's); the transformer's (MiniLM-L6 shape) four large matmuls 450-1,800 M;
+# EfficientNet-Lite0's 130 M at most.
+HEAVY_ACCESSES = 300_000_000
 
 
 def entries_ir(prefix: str, count: int) -> str:
@@ -123,6 +128,7 @@ class LazyExecutable(JitExecutable):
                 "interpreted": len(self.fallbacks),
                 "uncompiled": sum(t is None for t in tiers),
                 "baseline": sum(t == "baseline" for t in tiers),
+                "middle": sum(t == "middle" for t in tiers),
                 "full": sum(t == "full" for t in tiers) - late}
 
     def _stub(self, ordinal: int):
@@ -153,7 +159,7 @@ class LazyExecutable(JitExecutable):
             todo = sorted((u for u in todo if u.tier is None), key=lambda u: u.index)
             if todo:
                 self._compile(todo, workgroups)
-        if self.tier == "auto" and any(u.tier == "baseline" for u in todo):
+        if self.tier == "auto" and any(u.tier in QUICK for u in todo):
             TIER_UP.watch(self)
 
     def options(self, unit: Unit, tier: str) -> dict:
@@ -192,13 +198,14 @@ class LazyExecutable(JitExecutable):
         waited = missing + promote
         if waited and self.backend.progress:  # the caller waits for these (a tier-up says nothing)
             progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in waited)} functions)")
+        heavy = []
         if first == "baseline" and self.tier == "auto" and workgroups and missing:
             heavy = [u for u in missing if self._heavy(u, workgroups)]
-            promote += heavy
             missing = [u for u in missing if u not in heavy]
         try:
-            # one pool for both tiers, the full tier's units (the long jobs) first
-            found.extend(self.builder.build_tiers([(u, "full") for u in promote] + [(u, first) for u in missing]))
+            # one pool for every tier, the long jobs first
+            found.extend(self.builder.build_tiers([(u, "full") for u in promote] + [(u, "middle") for u in heavy] +
+                                                  [(u, first) for u in missing]))
         finally:
             if progress:
                 progress.done()
@@ -229,16 +236,16 @@ class LazyExecutable(JitExecutable):
                                   f"({reason})", RuntimeWarning, stacklevel=4)
             if tier == "baseline" and self.builder.one_tier(unit):
                 tier = "full"  # loop-free code in a loop-free module: one tier only
-            swap = self.tier == "auto" and tier == "baseline"
+            swap = self.tier == "auto" and tier in QUICK
             for ordinal, symbol in unit.symbols.items():
                 address = code.address(symbol)
                 self._code[ordinal] = abi.NATIVE_FN(address)
-                if swap:  # baseline code through the counting entry, until the tier-up
+                if swap:  # quick code through the counting entry, until the tier-up
                     self.baseline[ordinal] = address
                     self.cells[ordinal] = self.counted[ordinal]
                 else:
                     self.cells[ordinal] = address
-            if unit.tier == "baseline" and tier == "full":
+            if unit.tier in QUICK and tier == "full":
                 dispatch_runner.forget_costs([self.entries[o] for o in unit.symbols])
                 STATS["tier_ups"] += 1
             unit.tier = tier
@@ -248,16 +255,16 @@ class LazyExecutable(JitExecutable):
     def hot_units(self) -> list[Unit]:
         if self.tier != "auto":
             return []
-        return [u for u in self.units if u.tier == "baseline" and
+        return [u for u in self.units if u.tier in QUICK and
                 (u.hot or any(self.counts[o] >= HOT_CALLS for o in u.ordinals))]
 
     def baseline_units(self) -> list[Unit]:
-        """Units running baseline code, waiting for their full tier (what lower.handoff
-        passes on when the process ends first)."""
-        return [u for u in self.units if u.tier == "baseline"] if self.tier == "auto" else []
+        """Units running quick code (baseline or middle), waiting for their full tier (what
+        lower.handoff passes on when the process ends first)."""
+        return [u for u in self.units if u.tier in QUICK] if self.tier == "auto" else []
 
     def pending(self) -> bool:
-        return self.tier == "auto" and any(u.tier == "baseline" for u in self.units)
+        return self.tier == "auto" and any(u.tier in QUICK for u in self.units)
 
     def tier_up(self, units: list[Unit]) -> None:
         """Compiles `units` with the full pipeline on worker processes, then swaps them in."""

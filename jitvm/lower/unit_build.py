@@ -22,7 +22,8 @@ LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine
 
 class Unit:
     """Functions calling each other (lower.units), compiled together; `tier` is None until
-    compiled, then "baseline", "full" or "failed" (a tier-up that failed: baseline stays)."""
+    compiled, then "baseline", "middle" (a heavy kernel's first code: lower.lazy), "full" or
+    "failed" (a tier-up that failed: the quick code stays)."""
 
     __slots__ = ("index", "ordinals", "tier", "symbols", "hot")
 
@@ -69,6 +70,10 @@ class UnitBuilder:
     def options(self, unit: Unit, tier: str) -> dict:
         if tier == "full":
             return self.full_options
+        if tier == "middle":
+            # the full tier's lowering at 256-bit register blocking (4 x 16, not AVX-512's
+            # 4 x 32: a third fewer copies), through O1 with the SLP vectoriser
+            return {**self.full_options, "speed": compiler.MIDDLE, "wide_vectors": False}
         if self._loops(unit):
             # guarded nests without checks, but none of the jammed copies: the Python side of
             # lowering them takes 3x longer, and LLVM more than that; libm calls stay plain (no

@@ -5,7 +5,9 @@ the IR carries no such flags) and are emitted as object files, which the on-disk
 stores; loading an object file into an MCJIT engine costs no compilation. The baseline tier
 (speed BASELINE) runs only the few passes that turn the lowering's stack slots into
 registers and fold the obvious (a ResNet's 36 kernels: about a tenth of the full pipeline's
-time, code about 13x slower), with fast instruction selection.
+time, code about 13x slower), with fast instruction selection. The middle tier (speed
+MIDDLE), for kernels too heavy to start on baseline code, runs LLVM's O1 pipeline with the
+SLP vectoriser on the full tier's lowering: the jammed copies still become vectors.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ...runtime.native.target import llvm  # llvmlite's bindings, imported when 
 
 BACKGROUND_NICE = 10  # how much lower background compiles (in_workers: a tier-up) run than calls
 BASELINE = -1  # the `speed` of the baseline tier: BASELINE_PASSES instead of LLVM's O1/O2/O3
+MIDDLE = -2  # the `speed` of the middle tier: LLVM's O1 pipeline, with the SLP vectoriser
 BASELINE_PASSES = ("always_inliner", "sroa", "instruction_combine", "simplify_cfg")
 
 
@@ -29,8 +32,9 @@ def optimize(ir_text: str, target: targets.Target, speed: int = 2, codegen: int 
         mod.triple = target.triple
         mod.data_layout = str(tm.target_data)
         mod.verify()
-        pto = llvm.create_pipeline_tuning_options(speed_level=max(0, speed))
-        pto.slp_vectorization = slp and speed >= 2  # off by default in llvmlite; it packs the jammed copies
+        pto = llvm.create_pipeline_tuning_options(speed_level=1 if speed == MIDDLE else max(0, speed))
+        # off by default in llvmlite; it packs the jammed copies
+        pto.slp_vectorization = slp and (speed >= 2 or speed == MIDDLE)
         pb = llvm.create_pass_builder(tm, pto)
         if speed == BASELINE:
             pm = llvm.create_new_module_pass_manager()
