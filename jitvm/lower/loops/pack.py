@@ -153,7 +153,7 @@ def emit(e, packs, q: Loop, apart):
     done = b.and_(apart, b.icmp_signed("<", start, ev.expr(q.bound)))
     if any(isinstance(pk, TilePlan) or pk.p.id == q.id for pk in packs):  # copies over Q's range: from 0
         done = b.and_(done, b.icmp_signed("==", start, const(I64, 0)))
-    buffer, offset, repacked = _scratch(e, _bytes(packs)), 0, {}
+    buffer, offset, repacked = stack_buffer(e, _bytes(packs)), 0, {}
     for pk in packs:  # each copy's place in the buffer (here: the blocked copies use them)
         where = b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True)
         if isinstance(pk, TilePlan):
@@ -176,13 +176,13 @@ def emit(e, packs, q: Loop, apart):
         base = ev.expr(pk.access.element.b)
         stride = ev.expr(pk.access.element.coeff(pk.p.id))
         tiled = pk.p_trips % TILE == 0 and pk.r_trips % TILE == 0
-        (_copy_tiles if tiled else _copy_transposed)(e, source, base, stride, scratch, elem, pk)
+        (copy_tiles if tiled else copy_transposed)(e, source, base, stride, scratch, elem, pk)
     b.branch(after)
     b.position_at_end(after)
     return done, repacked
 
 
-def _scratch(e, size: int):
+def stack_buffer(e, size: int):
     """A stack buffer of the function of at least `size` bytes (64-byte aligned), shared by
     its nests: made again only when a nest needs more than the last one made. The function
     probes its stack page by page (a frame this large must not step over a thread's guard
@@ -256,7 +256,7 @@ def _copy_tile(e, data, scratch, elem, pk: TilePlan, ev, back: bool) -> None:
     _counted(e, "tile_p", pk.p_trips, 1, column)
 
 
-def _copy_transposed(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
+def copy_transposed(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
     """scratch[r * p_trips + p] = source[base + stride * p + r] for every p, r: r outer, p inner
     (the stores contiguous)."""
     b = e.b
@@ -280,7 +280,7 @@ def _copy_transposed(e, source, base, stride, scratch, elem, pk: PackPlan) -> No
     _counted(e, "pack_r", pk.r_trips, 1, row)
 
 
-def _copy_tiles(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
+def copy_tiles(e, source, base, stride, scratch, elem, pk: PackPlan) -> None:
     """The same copy, TILE x TILE elements at a time (both extents multiples of TILE): row
     p0 + i of a tile is source[base + stride * (p0 + i) + r0 ...], transposed in registers by
     swapping off-diagonal blocks of 8, 4, 2 and 1 lanes, stored as rows r0 + i of the copy."""

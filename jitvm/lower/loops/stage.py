@@ -100,7 +100,7 @@ def emit(e, stages, p: Loop, apart):
     if p.start is None:  # P is the root: the layout counts its iterations from 0
         start = e.get(Reg("i64", p.iv, False, p.iv), "i64")
         done = b.and_(done, b.icmp_signed("==", start, const(I64, 0)))
-    buffer, offset, staged = pack._scratch(e, sum(s.bytes for s in stages)), 0, {}
+    buffer, offset, staged = pack.stack_buffer(e, sum(s.bytes for s in stages)), 0, {}
     for s in stages:
         staged[s.access.index] = (b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True), s.staged)
         offset += s.bytes
@@ -130,5 +130,5 @@ def _copy(e, ev, s: StagePlan, scratch) -> None:
             base = ev.add(base, ev.mul(ev.expr(coeff), e.get(Reg("i64", loop.iv, False, loop.iv), "i64")))
     stride = ev.expr(s.access.element.coeff(s.p.id))
     tiled = s.p_trips % pack.TILE == 0 and s.r_trips % pack.TILE == 0
-    copy = pack._copy_tiles if tiled else pack._copy_transposed
+    copy = pack.copy_tiles if tiled else pack.copy_transposed
     copy(e, source, base, stride, scratch, elem, SimpleNamespace(p_trips=s.p_trips, r_trips=s.r_trips, access=s.access))
