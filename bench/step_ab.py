@@ -2,7 +2,7 @@
 
 What a lowering change does to whole models, measured the way bench.native_ab measures the
 targets: IREE's llvm-cpu build on local-sync, and the JIT on the VMVX build with every loop
-step and with `--step` switched off (JitBackend's loop_steps; lower.unit_build.LOOP_STEPS
+step and with `--step` switched off (JitBackend's loop_steps; lower.steps.LOOP_STEPS
 names them), all on one thread, timed in CPU time in alternating rounds (medians). The two
 JIT ways must give the same bits (with `--check`, also IREE's VMVX interpreter's).
 
@@ -26,7 +26,7 @@ from bench.run import select
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jitvm.lower.unit_build import LOOP_STEPS
+    from jitvm.lower.steps import LOOP_STEPS
 
     p = argparse.ArgumentParser(prog="python -m bench.step_ab", description=__doc__.split("\n\n")[0])
     p.add_argument("--suite", choices=("kernels", "exported"), default="exported")

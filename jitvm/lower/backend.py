@@ -18,7 +18,7 @@ from . import handoff
 from .executable import STATS, JitExecutable, _Progress
 from .lazy import LazyExecutable
 from .llvm import cache, compile_pool, compiler, loader, vector_math
-from .unit_build import LOOP_STEPS
+from .steps import LOOP_STEPS
 from .units import call_components
 
 __all__ = ["STATS", "JitBackend", "JitExecutable", "dispatch_threads", "function_groups"]
@@ -37,12 +37,8 @@ class JitBackend:
         self.use_cache = use_cache
         self.progress = progress
         self.threads = threads
-        # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py):
-        # version_loops, jam_loops, jam_outer, share_copies, affine_indices, derive_indices, parallel_loops,
-        # chunk_loops, wide_vectors, scope_buffers, pack_operands, wide_math,
-        # shared_blocking, row_lanes, stage_loads
-        # (ModuleLowering)
-        # and slp (the compiler).
+        # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py): the
+        # fields of lower.steps.LoopSteps, and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
         self.target = targets.host()
         self._runner = None

@@ -16,6 +16,7 @@ from ..verify.model import VerifiedModule
 from .emit.emitter import Emitter
 from .emit.types import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, LoweringError, function_symbol, offset_of
 from .loops.versioning import NestVersioning
+from .steps import LoopSteps
 from .type_table import type_table_symbol
 
 _CTYPE_TO_IR = {ctypes.c_void_p: PTR, ctypes.c_int32: I32, ctypes.c_uint32: I32, ctypes.c_int64: I64,
@@ -54,40 +55,12 @@ class LoweredModule:
 
 
 class ModuleLowering:
-    def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = "",
-                 version_loops: bool = True, jam_loops: bool = True, affine_indices: bool = True,
-                 parallel_loops: bool = True, jam_outer: bool = True, share_copies: bool = True,
-                 derive_indices: bool = True, vector_math: bool = False, chunk_loops: bool = True,
-                 wide_vectors: bool = False, scope_buffers: bool = True, pack_operands: bool = True,
-                 wide_math: bool = True, shared_blocking: bool = True, row_lanes: bool = True,
-                 stage_loads: bool = True):
+    def __init__(self, verified: VerifiedModule, key: str, triple: str = "", data_layout: str = "", **steps: bool):
         self.verified = verified
-        self.vector_math = vector_math  # libm calls the vectoriser may replace (runtime.native.vecmath)
-        # ... by their AVX-512 forms too (16 lanes, tables read by permutes), where wide_vectors
-        self.wide_math = wide_math and wide_vectors
+        self.steps = LoopSteps(**steps)  # the loop optimisations applied (lower.steps)
         self._vector_math_used: set[str] = set()
-        self.version_loops = version_loops  # guarded copies of loop nests without per-access checks
-        self.jam_loops = jam_loops  # unroll-and-jam in those copies (lower.loops.jam)
-        self.jam_outer = jam_outer  # ... of the jammed loop's parent too: register blocking
-        self.share_copies = share_copies  # jammed copies lower a value they share once (lower.loops.sharing)
         self.blocked_nests = 0  # nests lowered register-blocked (statistics)
-        self.parallel_loops = parallel_loops  # outermost loops split across threads (lower.loops.parallel)
-        self.affine_indices = affine_indices  # their indices rebuilt from the affine form (guard.proven_index)
-        self.derive_indices = derive_indices  # ... a jammed copy's from another copy's (guard.proven_index)
-        # chunk_loops: flat loops over delinearised indices run chunk by chunk (lower.loops.delinearise)
-        self.nest_lowering = NestVersioning(chunk_loops) if version_loops else None
-        # 512-bit vectors preferred, and register blocking sized for them (lower.loops.jam)
-        self.wide_vectors = wide_vectors
-        # the fast copy of a nest not jammed has its buffers in alias scopes when apart (lower.loops.scopes)
-        self.scope_buffers = scope_buffers
-        # register blocking only where it pays: shared loads or vector loads (lower.loops.versioning.blocking_pays)
-        self.shared_blocking = shared_blocking
-        # a plain jam's far-apart row loads read from a transposed copy (lower.loops.stage)
-        self.stage_loads = stage_loads
-        # a register-blocked nest's far-apart loads read from a transposed copy (lower.loops.pack)
-        self.pack_operands = pack_operands
-        # ... or, where the rows fill whole vectors, the rows run in the vector lanes (lower.loops.jam.ROW_LANES)
-        self.row_lanes = row_lanes
+        self.nest_lowering = NestVersioning(self.steps.chunk_loops) if self.steps.version_loops else None
         self.pack_buffers: dict = {}  # LLVM function name -> its stack buffer for those copies
         self.key = key
         self.module = ir.Module(name=f"jitvm.{verified.name}")
@@ -125,14 +98,14 @@ class ModuleLowering:
     def math_call(self, name: str):
         """The callee and call attributes for libm function `name`: its vecmath wrapper where
         vector math is on and has a form of it, else the libm function itself."""
-        if self.vector_math and name in vecmath.FUNCTIONS:
+        if self.steps.vector_math and name in vecmath.FUNCTIONS:
             self.runtime(name)  # the wrapper calls it
             if name not in self._vector_math_used:
                 self._vector_math_used.add(name)
                 self.module.appendix["vecmath"] = vecmath.definitions(self._vector_math_used, declare_libm=False,
-                                                                      wide=self.wide_math)
+                                                                      wide=self.steps.wide_forms)
             return ir.DefinedElsewhere(ir.FunctionType(F32, [F32]), vecmath.SCALAR_NAME[name]), \
-                (vecmath.call_attributes(name, self.wide_math),)
+                (vecmath.call_attributes(name, self.steps.wide_forms),)
         return self.runtime(name), ("nobuiltin",)
 
     def helper(self, name: str) -> ir.Function:
@@ -243,7 +216,7 @@ class ModuleLowering:
         """`fn` holds a register-blocked nest: with wide_vectors, LLVM may use 512-bit vectors
         in it. Only there: a nest jammed over 64 columns alone (a matrix-vector product) keeps
         8 accumulators at 256 bits but 4 at 512, and GPT-2's 1x3072x768 one ran 15% slower."""
-        if self.wide_vectors:
+        if self.steps.wide_vectors:
             fn.attributes.add(WIDE_VECTORS_ATTRIBUTE)
 
     # --- lowering -------------------------------------------------------------------------------

@@ -14,10 +14,7 @@ from contextlib import ExitStack
 from ..runtime.native import cache as store
 from .executable import STATS
 from .llvm import cache, compiler
-
-LOOP_STEPS = ("version_loops", "jam_loops", "jam_outer", "share_copies", "affine_indices", "derive_indices",
-              "parallel_loops", "vector_math", "chunk_loops", "wide_vectors",
-              "scope_buffers", "pack_operands", "wide_math", "shared_blocking", "row_lanes", "stage_loads")
+from .steps import LOOP_STEPS
 
 
 class Unit:

@@ -29,7 +29,7 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
     e.block_override = {i: fn.append_basic_block(f"bb{i}_{name}") for i in nest.blocks}
     e.unchecked = {} if name == "checked" else {a.index: a for a in nest.accesses}
     e.fast_copy = name != "checked"
-    e.proven_index = proven_index if e.fast_copy and e.mod.affine_indices else None
+    e.proven_index = proven_index if e.fast_copy and e.mod.steps.affine_indices else None
     jammed = plan is not None and name != "checked"
     outer = plan.outer if jammed else None
     p_jammed = jammed and (outer is None or outer.jammed_remainder)
@@ -53,8 +53,8 @@ def lower_nest_copy(e, nest, name: str, plan, apart, split_hi=None):
         e.b.branch(entry)
         entry = pre
     jam_apart, staged = apart, {}
-    stages = stage.plan(e.vf, nest, plan) if p_jammed and outer is None and e.mod.stage_loads and \
-        e.mod.affine_indices else ()
+    stages = stage.plan(e.vf, nest, plan) if p_jammed and outer is None and e.mod.steps.stage_loads and \
+        e.mod.steps.affine_indices else ()
     if stages:  # P's loop is entered through the transposed copies of the rows its copies read
         stage_header = fn.append_basic_block(f"bb{plan.loop.header}_stage_test")
         e.block_override[plan.loop.header] = stage_header

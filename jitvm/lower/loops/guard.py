@@ -158,7 +158,7 @@ def _derived_from_first_copy(e, ev, access):
     term is a difference of two in-range indices and the arithmetic is `nsw`. It leaves
     LLVM one add per copy instead of the whole sum (a ResNet conv has 64 copies)."""
     first = e.jam_index
-    if not e.mod.derive_indices or e.jam_copy is None or first is None:
+    if not e.mod.steps.derive_indices or e.jam_copy is None or first is None:
         return None
     instruction, block, j, index = first
     if instruction != e.index or block is not e.b.block:

@@ -620,7 +620,7 @@ def emit(e, plan: JamPlan, jam_header, rem_header, apart) -> None:
     _spread_iv(e, loop, start, step, u, lambda k: k)  # copy k starts at iv + k * step
     e.b.branch(blocks[loop.header + 1])
     sharing = CopySharing(e, blocks, {loop.header: (P_LANE, loop.iv, loop.header + 1, None)}, loop.header, u, 1,
-                          e.mod.share_copies)
+                          e.mod.steps.share_copies)
     _lower_copies(e, blocks, u, lambda t: jam_header if t == loop.header else blocks[t], sharing)
     e.copy, e.renamed, e.jam_copy, e.jam_lanes, e.jam_index = None, frozenset(), None, {}, None
 
@@ -667,7 +667,7 @@ def emit_outer(e, plan: JamPlan, q_header, q_rem_header, apart) -> None:
     b.branch(target(p.header + 1))
 
     headers = {q.header: (Q_LANE, q.iv, q.header + 1, None), p.header: (P_LANE, p.iv, p.header + 1, p.exit)}
-    sharing = CopySharing(e, blocks, headers, q.header, n, factor, e.mod.share_copies)
+    sharing = CopySharing(e, blocks, headers, q.header, n, factor, e.mod.steps.share_copies)
     _lower_copies(e, blocks, n, target, sharing)
     e.copy, e.renamed, e.jam_copy, e.jam_lanes, e.jam_index = None, frozenset(), None, {}, None
 

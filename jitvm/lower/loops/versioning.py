@@ -51,16 +51,16 @@ class NestVersioning:
         if isinstance(nest, delinearise.ChunkPlan):
             delinearise.lower(e, nest, self.lower)
             return
-        mod = e.mod
-        plan = jam.plan(e.vf, nest, mod.jam_outer, mod.wide_vectors, mod.pack_operands and mod.affine_indices,
-                        mod.row_lanes) \
-            if mod.jam_loops else None
-        if plan is not None and plan.outer is not None and mod.shared_blocking and \
+        mod, steps = e.mod, e.mod.steps
+        plan = jam.plan(e.vf, nest, steps.jam_outer, steps.wide_vectors,
+                        steps.pack_operands and steps.affine_indices, steps.row_lanes) \
+            if steps.jam_loops else None
+        if plan is not None and plan.outer is not None and steps.shared_blocking and \
                 not blocking_pays(e.vf, nest, plan.outer.loop, plan.loop):
             plan = replace(plan, outer=None)
         mod.blocked_nests += bool(plan and plan.outer)
         outermost = (plan.outer.loop if plan.outer is not None else plan.loop) if plan else None
-        split = parallel.plan(e.vf, nest, outermost) if mod.parallel_loops and entry is None else None
+        split = parallel.plan(e.vf, nest, outermost) if steps.parallel_loops and entry is None else None
         # The guard goes first, into the block where the nest is entered: the jammed loop's
         # header reads its verdict on the buffers (a value of a dominating block).
         e.b.position_at_end(entry or e.blocks[nest.root.header])
@@ -68,7 +68,7 @@ class NestVersioning:
         ok, ranges, rest, boxes = all_iterations_in_range(e, nest)
         apart = jam.ranges_apart(e, plan.widest, plan.stored, plan.widest_others, nest, ranges) \
             if plan is not None else None
-        if plan is None and mod.scope_buffers:  # the fast copy's buffers in scopes of their own, if apart
+        if plan is None and steps.scope_buffers:  # the fast copy's buffers in scopes of their own, if apart
             plan = scopes.plan(e.vf, nest)
             apart = scopes.apart(e, plan, nest, ranges) if plan is not None else None
         threads = parallel.guard(e, split, nest, ranges, rest, boxes) if split is not None else None
