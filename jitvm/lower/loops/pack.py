@@ -51,6 +51,9 @@ TILE = 16
 
 @dataclass(frozen=True)
 class PackPlan:
+    """A load read from a transposed copy of its P x R footprint (here for register-blocked
+    nests, in lower.loops.stage for plain jams)."""
+
     access: Access  # the load, as the nest has it
     packed: Access  # the same load from the copy: element r * p_trips + p
     p: Loop
@@ -61,6 +64,10 @@ class PackPlan:
     @property
     def elements(self) -> int:
         return self.p_trips * self.r_trips
+
+    @property
+    def bytes(self) -> int:
+        return copy_bytes(self)
 
 
 @dataclass(frozen=True)
@@ -87,6 +94,15 @@ class TilePlan:
     @property
     def packed(self) -> Affine:
         return Affine(tuple(sorted(((self.q.id, ONE), (self.p.id, ("const", self.q_trips))))), ZERO)
+
+    @property
+    def bytes(self) -> int:
+        return copy_bytes(self)
+
+
+def copy_bytes(plan) -> int:
+    """A plan's copy size, rounded up to 64 bytes (copies placed one after another stay aligned)."""
+    return -(-plan.elements * plan.access.width // 64) * 64
 
 
 def tile_plan(vf, nest: Nest, accesses, p: Loop, q: Loop) -> TilePlan | None:
@@ -196,7 +212,7 @@ def stack_buffer(e, size: int):
 
 
 def _bytes(packs) -> int:
-    return sum(-(-pk.elements * pk.access.width // 64) * 64 for pk in packs)
+    return sum(pk.bytes for pk in packs)
 
 
 def fits(packs) -> bool:

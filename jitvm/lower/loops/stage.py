@@ -23,8 +23,7 @@ Register-blocked nests read their far-apart loads through lower.loops.pack inste
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from types import SimpleNamespace
+from dataclasses import replace
 
 from ...frontend.decode import Reg
 from ...runtime.native import ir
@@ -34,21 +33,7 @@ from .analysis import ONE, ZERO, Access, Affine, Loop, Nest, constant_value, sta
 from .guard import InvariantEval
 
 
-@dataclass(frozen=True)
-class StagePlan:
-    access: Access  # the load, as the nest has it
-    staged: Access  # the same load from the copy: element r * p_trips + p
-    p: Loop
-    r: Loop
-    p_trips: int
-    r_trips: int
-
-    @property
-    def bytes(self) -> int:
-        return -(-self.p_trips * self.r_trips * self.access.width // 64) * 64
-
-
-def plan(vf, nest: Nest, jam_plan) -> tuple[StagePlan, ...]:
+def plan(vf, nest: Nest, jam_plan) -> tuple[pack.PackPlan, ...]:
     """The loads of the jammed loop P (a plain jam: jam_plan.outer is None) worth staging,
     all of them or none (they share one budget)."""
     p = jam_plan.loop
@@ -65,7 +50,7 @@ def plan(vf, nest: Nest, jam_plan) -> tuple[StagePlan, ...]:
     return tuple(stages)
 
 
-def _stage(vf, nest: Nest, access: Access, p: Loop) -> StagePlan | None:
+def _stage(vf, nest: Nest, access: Access, p: Loop) -> pack.PackPlan | None:
     # every iv at the access holds its iteration's value, as at P's entry (where the copy is made)
     if access.stepped or len(access.loops) < 2 or access.loops[-2] != p.id:
         return None
@@ -85,7 +70,7 @@ def _stage(vf, nest: Nest, access: Access, p: Loop) -> StagePlan | None:
     if not p_trips or not r_trips:
         return None
     staged = replace(access, element=Affine(tuple(sorted(((p.id, ONE), (r.id, ("const", p_trips))))), ZERO))
-    return StagePlan(access, staged, p, r, p_trips, r_trips)
+    return pack.PackPlan(access, staged, p, r, p_trips, r_trips)
 
 
 def emit(e, stages, p: Loop, apart):
@@ -102,7 +87,7 @@ def emit(e, stages, p: Loop, apart):
         done = b.and_(done, b.icmp_signed("==", start, const(I64, 0)))
     buffer, offset, staged = pack.stack_buffer(e, sum(s.bytes for s in stages)), 0, {}
     for s in stages:
-        staged[s.access.index] = (b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True), s.staged)
+        staged[s.access.index] = (b.gep(buffer, [const(I64, offset)], source_etype=I8, inbounds=True), s.packed)
         offset += s.bytes
     copy = e.fn.append_basic_block(f"bb{p.header}_stage")
     after = e.fn.append_basic_block(f"bb{p.header}_staged")
@@ -116,7 +101,7 @@ def emit(e, stages, p: Loop, apart):
     return done, staged
 
 
-def _copy(e, ev, s: StagePlan, scratch) -> None:
+def _copy(e, ev, s: pack.PackPlan, scratch) -> None:
     """The P x R footprint of `s` at the current ivs of the loops around P: element
     b + sum(coeff * iv) over those loops, plus c * p + r, for every p and r."""
     b = e.b
@@ -131,4 +116,4 @@ def _copy(e, ev, s: StagePlan, scratch) -> None:
     stride = ev.expr(s.access.element.coeff(s.p.id))
     tiled = s.p_trips % pack.TILE == 0 and s.r_trips % pack.TILE == 0
     copy = pack.copy_tiles if tiled else pack.copy_transposed
-    copy(e, source, base, stride, scratch, elem, SimpleNamespace(p_trips=s.p_trips, r_trips=s.r_trips, access=s.access))
+    copy(e, source, base, stride, scratch, elem, s)
