@@ -8,6 +8,8 @@ math on, off and in the interpreter.
 
 from __future__ import annotations
 
+import platform
+
 import numpy as np
 import pytest
 
@@ -32,6 +34,17 @@ def _plain_forms_reproduce_libm() -> bool:
 
 HOST_REPRODUCED = _plain_forms_reproduce_libm()
 needs_host = pytest.mark.skipif(not HOST_REPRODUCED, reason="this host's libm is not the one vecmath reproduces")
+
+
+def test_a_libm_the_forms_follow_is_reproduced():
+    """On x86_64 glibc 2.28+ with FMA (the libm vecmath follows) the plain forms must match it:
+    a broken form then fails here, where otherwise every comparison in this file would skip."""
+    libc, version = platform.libc_ver()
+    glibc = libc == "glibc" and tuple(int(v) for v in version.split(".")[:2]) >= (2, 28)
+    followed = platform.machine() == "x86_64" and glibc and "+fma" in targets.host().features.split(",")
+    if not (followed and vector_math._switched_on()):
+        pytest.skip("not a libm vecmath follows (or vector math switched off)")
+    assert HOST_REPRODUCED
 
 
 # The forms lowering uses on this host: the AVX-512 ones (16 lanes, permuted tables) too where it has it.
