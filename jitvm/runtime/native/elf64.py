@@ -12,6 +12,7 @@ import struct
 from collections import namedtuple
 
 from ...errors import FormatError
+from . import clib
 
 
 class Record:
@@ -65,7 +66,7 @@ def libc():
     """libc with mmap, munmap and mprotect typed (errno kept for messages)."""
     global _libc
     if _libc is None:
-        lib = ctypes.CDLL(None, use_errno=True)
+        lib = clib.process()
         lib.mmap.restype = ctypes.c_void_p
         lib.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                              ctypes.c_long]
@@ -84,7 +85,7 @@ def clear_cache():
 
     for name in (None, ctypes.util.find_library("gcc_s"), "libgcc_s.so.1"):
         try:
-            fn = getattr(ctypes.CDLL(name), "__clear_cache")
+            fn = getattr(clib.process() if name is None else ctypes.CDLL(name), "__clear_cache")
         except (OSError, AttributeError):
             continue
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p]

@@ -15,7 +15,6 @@ without LLVM; what that loader does not understand goes through MCJIT.
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import threading
 from collections import Counter
@@ -23,7 +22,7 @@ from typing import Iterable, Mapping
 
 import llvmlite
 
-from . import cache, objload, symtab, target as targets
+from . import cache, clib, objload, symtab, target as targets
 
 STATS: Counter = Counter()  # runtime_compiled, runtime_cache_hits: the runtime's own native code
 RUNTIME_KEYS: set[str] = set()  # the code-store keys of the runtime code this process loaded (bundles need them)
@@ -160,5 +159,4 @@ def provide(symbols: Mapping[str, int]) -> None:
 
 def libc(names: Iterable[str]) -> dict[str, int]:
     """The addresses of the C library's functions `names` (for `provide`)."""
-    lib = ctypes.CDLL(None)
-    return {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value for name in names}
+    return {name: clib.address(name) for name in names}

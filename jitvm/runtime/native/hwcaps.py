@@ -18,6 +18,8 @@ import platform
 import sys
 from functools import lru_cache
 
+from . import clib
+
 AT_HWCAP = 16
 AT_HWCAP2 = 26
 
@@ -60,9 +62,7 @@ def read() -> tuple[int, int] | None:
     """(AT_HWCAP, AT_HWCAP2) of this process on arm64 Linux, else None."""
     if not is_arm64_linux():
         return None
-    getauxval = ctypes.CDLL(None).getauxval
-    getauxval.restype = ctypes.c_ulong
-    getauxval.argtypes = [ctypes.c_ulong]
+    getauxval = clib.function("getauxval", ctypes.c_ulong, [ctypes.c_ulong])
     return getauxval(AT_HWCAP), getauxval(AT_HWCAP2)
 
 

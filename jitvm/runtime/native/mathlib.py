@@ -18,7 +18,7 @@ import ctypes
 import platform
 from functools import lru_cache
 
-from . import engine
+from . import clib, engine
 
 _C = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
       "long": ctypes.c_long, "llong": ctypes.c_longlong}
@@ -70,12 +70,9 @@ def _versioned(name: str) -> int | None:
     version = PINNED_VERSIONS.get(platform.machine(), {}).get(name)
     if version is None:
         return None
-    try:
-        dlvsym = ctypes.CDLL(None).dlvsym
-    except AttributeError:  # not glibc
+    dlvsym = clib.function("dlvsym", ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p])
+    if dlvsym is None:  # not glibc
         return None
-    dlvsym.restype = ctypes.c_void_p
-    dlvsym.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
     return dlvsym(_libm()._handle, name.encode(), version.encode()) or None
 
 

@@ -26,6 +26,8 @@ import threading
 
 import numpy as np
 
+from . import clib
+
 LIBRARIES = ("libllvmlite",)  # shared objects whose clean read-only pages are dropped
 MAPS, PAGEMAP = "/proc/self/maps", "/proc/self/pagemap"
 _lock = threading.Lock()
@@ -68,7 +70,7 @@ def clean_readonly_ranges(libraries=LIBRARIES) -> list[tuple[int, int, int]]:
 def _c_library():
     global _libc
     if _libc is None:
-        lib = ctypes.CDLL(None, use_errno=True)
+        lib = clib.process()
         lib.madvise.argtypes, lib.madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
         lib.malloc_trim.argtypes, lib.malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
         _libc = lib

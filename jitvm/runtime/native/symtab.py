@@ -10,14 +10,14 @@ against everything registered early.
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from typing import Callable, Mapping
+
+from . import clib
 
 _symbols: dict[str, int] = {}
 _lock = threading.Lock()
 _add: Callable[[str, int], None] | None = None  # llvm.add_symbol once attached
-_process = None
 
 
 def add(symbols: Mapping[str, int]) -> None:
@@ -45,13 +45,7 @@ def lookup(name: str) -> int | None:
     addr = _symbols.get(name)
     if addr is not None:
         return addr
-    global _process
-    if _process is None:
-        _process = ctypes.CDLL(None)
-    try:
-        return ctypes.cast(_process[name], ctypes.c_void_p).value
-    except AttributeError:
-        return None
+    return clib.address(name)
 
 
 def registered() -> dict[str, int]:

@@ -21,6 +21,8 @@ import os
 import platform
 import threading
 
+from ..native import clib
+
 MMAP_THRESHOLD = 32 << 20  # glibc's own ceiling for its dynamic threshold
 TRIM_THRESHOLD = 128 << 20
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # mallopt parameters (malloc.h)
@@ -37,10 +39,8 @@ def tune() -> bool:
             return True
         if os.environ.get("JITVM_MALLOC_TUNING", "1") == "0" or platform.libc_ver()[0] != "glibc":
             return False
-        try:
-            mallopt = ctypes.CDLL(None).mallopt
-        except (OSError, AttributeError):
+        mallopt = clib.function("mallopt", ctypes.c_int, [ctypes.c_int, ctypes.c_int])
+        if mallopt is None:
             return False
-        mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
         _done = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD))
         return _done
