@@ -131,3 +131,9 @@ def test_a_flat_loop_around_a_nest_counts_with_its_tile_bound():
     nests = find_nests(vf)
     assert [[loop.header for loop in nest.loops] for nest in nests] == [[3]]  # the inner loop alone
     assert work.accesses_per_workgroup(vf) == 2 * 3 * (64 * 3)
+    assert work.flat_loops(vf) == 1
+
+
+def test_loops_of_nests_are_not_flat():
+    vf = _function("vm.const.i64 8", CONST_100)
+    assert work.flat_loops(vf) == 0

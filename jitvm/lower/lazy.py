@@ -51,23 +51,30 @@ QUICK = ("baseline", "jammed", "middle")  # the tiers code starts on under "auto
 HOT_CALLS = 2
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 # A kernel's first tier under "auto", when its dispatches in the call are known: the quick
-# tier costing least for them, (compiling one kernel, CPU seconds: lowering and LLVM) +
-# (buffer element accesses, units_work's estimate) x (seconds per access of its code).
-# Measured on ResNet-50-style 64 (36 kernels, 1.35 G accesses a call), one thread, each tier
-# on every kernel, CPU: baseline 2.7 s to compile, 2.3-3.4 s a call; jammed (the baseline's
-# passes on the jammed lowering, lower.unit_build) 4.5-5.9 s, 0.5-0.8 s; middle (the full
-# tier's lowering at 256-bit blocking through LLVM's O1 with the SLP vectoriser, compiler.MIDDLE)
-# 12-17 s, 0.04-0.05 s (the full tier's 0.036 s). Per access the code's speed varies 3-5x
-# with the kernel (baseline: matmuls about 1 ns, 3x3 convolutions and strided reductions up
-# to 5 ns). So a kernel of more than some 50 M accesses starts jammed, of more than some
-# 600 M on the middle tier: ResNet-50-style 64's kernels make 190 M at most (its largest
-# seven go jammed); at 224 most make 100-2,300 M; EfficientNet-Lite0's 2-180 M.
-FIRST_TIERS = {"baseline": (0.08, 2.0e-9), "jammed": (0.14, 0.40e-9), "middle": (0.39, 0.025e-9)}
+# tier costing least for them: compiling it (CPU seconds, lowering and LLVM: a kernel's, and
+# more per flat loop, units_work.flat_loops) plus running its buffer element accesses
+# (units_work's estimate) on its code (seconds per access). Measured per kernel, one thread,
+# each tier on every kernel (CPU to compile, wall to run, load 5-6): ResNet-50-style 64
+# (1.35 G accesses a call), 224 (16 G) and EfficientNet-Lite0 (2.0 G): baseline 0.08 s a
+# kernel, its code 0.7-5 ns an access (matmuls about 1, 3x3 convolutions and strided
+# reductions 2-5); jammed (the baseline's passes on the jammed lowering, lower.unit_build)
+# 0.10-0.25 s, with EfficientNet's flat loops 0.2-0.76 s, 0.3-0.6 ns; middle (the full tier's
+# lowering at 256-bit blocking through LLVM's O1 with the SLP vectoriser, compiler.MIDDLE)
+# 0.3-0.6 s, flat loops 0.5-1.0 s, 0.01-0.07 ns (the full tier's 0.7-0.9x that). So ResNet's
+# kernels of more than some 40 M accesses start jammed, of more than some 700 M on the
+# middle tier. Compile + run summed over the kernels (s), the best tier per kernel against
+# this table's choice: 4.43 / 4.84 (ResNet 64), 10.2 / 10.3 (224), 5.88 / 6.28 (EfficientNet,
+# whose baseline code is quicker per access than the table says); every kernel on baseline
+# code 5.7, 47.8, 6.1; every kernel jammed 5.0, 11.9, 10.5; every one middle 14, 14, 20.
+FIRST_TIERS = {"baseline": (0.08, 0.0, 2.0e-9), "jammed": (0.14, 0.12, 0.40e-9), "middle": (0.39, 0.15, 0.025e-9)}
 
 
-def first_tier(accesses: int) -> str:
+def first_tier(accesses: int, flat_loops: int = 0) -> str:
     """The quick tier costing least for a kernel making `accesses` in a call (`FIRST_TIERS`)."""
-    return min(FIRST_TIERS, key=lambda t: FIRST_TIERS[t][0] + accesses * FIRST_TIERS[t][1])
+    def cost(tier):
+        compile_s, per_flat_loop, per_access = FIRST_TIERS[tier]
+        return compile_s + flat_loops * per_flat_loop + accesses * per_access
+    return min(FIRST_TIERS, key=cost)
 
 
 def entries_ir(prefix: str, count: int) -> str:
@@ -232,8 +239,9 @@ class LazyExecutable(JitExecutable):
         the baseline, the only one it has)."""
         if not self.builder._loops(unit):
             return "baseline"
-        return first_tier(sum(workgroups.get(o, 0) * units_work.accesses_per_workgroup(self.loaded.verified.functions[o])
-                              for o in unit.ordinals))
+        functions = [self.loaded.verified.functions[o] for o in unit.ordinals]
+        return first_tier(sum(workgroups.get(vf.ordinal, 0) * units_work.accesses_per_workgroup(vf) for vf in functions),
+                          sum(units_work.flat_loops(vf) for vf in functions))
 
     def _install(self, built) -> None:
         """Links the units' code into this process and points their cells at it."""

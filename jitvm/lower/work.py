@@ -20,30 +20,43 @@ from __future__ import annotations
 import math
 import weakref
 
-_known: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # VerifiedFunction -> its estimate
+_known: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # VerifiedFunction -> (accesses, flat loops)
 _writes: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # VerifiedFunction -> slots each instruction writes
 _DEPTH = 12  # register moves and arithmetic followed back to constants
 
 
 def accesses_per_workgroup(vf) -> int:
     """Buffer element accesses one run of `vf` makes, as far as its trip counts are known."""
-    total = _known.get(vf)
-    if total is None:
+    return _estimate(vf)[0]
+
+
+def flat_loops(vf) -> int:
+    """How many of `vf`'s loops the nest analysis declines (IREE's flat loops over
+    delinearised indices, lowered chunk by chunk: lower.loops.delinearise). Jammed, each
+    brings copies at several widths: what compiling the jammed and middle tiers costs more."""
+    return _estimate(vf)[1]
+
+
+def _estimate(vf) -> tuple[int, int]:
+    known = _known.get(vf)
+    if known is None:
         from .loops.analysis import back_edges_of, element_access, find_nests, loop_headers
 
         back_edges = back_edges_of(vf)
         loops = [(h, back_edges[h]) for h in loop_headers(back_edges)]
         trips = {loop.header: trip_count(vf, loop) for nest in find_nests(vf) for loop in nest.loops}
+        flat = 0
         for header, latch in loops:
             if header not in trips:
                 trips[header] = _plain_trips(vf, header, latch)
+                flat += 1
         total = 0
         for block in vf.blocks:
             n = sum(element_access(vf.instructions[i].op) is not None for i in range(block.first, block.last + 1))
             if n:
                 total += n * math.prod(trips[h] or 1 for h, latch in loops if h <= block.index <= latch)
-        _known[vf] = total
-    return total
+        known = _known[vf] = (total, flat)
+    return known
 
 
 def trip_count(vf, loop) -> int | None:
