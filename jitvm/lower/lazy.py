@@ -53,20 +53,20 @@ POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 # A kernel's first tier under "auto", when its dispatches in the call are known: the quick
 # tier costing least for them: compiling it (CPU seconds, lowering and LLVM: a kernel's, and
 # more per flat loop, units_work.flat_loops) plus running its buffer element accesses
-# (units_work's estimate) on its code (seconds per access). Measured per kernel, one thread,
-# each tier on every kernel (CPU to compile, wall to run, load 5-6): ResNet-50-style 64
-# (1.35 G accesses a call), 224 (16 G) and EfficientNet-Lite0 (2.0 G): baseline 0.08 s a
-# kernel, its code 0.7-5 ns an access (matmuls about 1, 3x3 convolutions and strided
-# reductions 2-5); jammed (the baseline's passes on the jammed lowering, lower.unit_build)
-# 0.10-0.25 s, with EfficientNet's flat loops 0.2-0.76 s, 0.3-0.6 ns; middle (the full tier's
+# (units_work's estimate) on its code (CPU seconds per access). Measured per kernel, one
+# thread, each tier on every kernel of ResNet-50-style 64 (1.35 G accesses a call), 224
+# (16 G) and EfficientNet-Lite0 (2.0 G), load 5-6: baseline 0.08 s a kernel, its code
+# 0.5-3.5 ns an access (1x1 convolutions and matmuls about 1, 3x3 convolutions and strided
+# reductions 2-3.5); jammed (the baseline's passes on the jammed lowering, lower.unit_build)
+# 0.10-0.25 s, with EfficientNet's flat loops 0.2-0.76 s, 0.2-0.4 ns; middle (the full tier's
 # lowering at 256-bit blocking through LLVM's O1 with the SLP vectoriser, compiler.MIDDLE)
-# 0.3-0.6 s, flat loops 0.5-1.0 s, 0.01-0.07 ns (the full tier's 0.7-0.9x that). So ResNet's
-# kernels of more than some 40 M accesses start jammed, of more than some 700 M on the
-# middle tier. Compile + run summed over the kernels (s), the best tier per kernel against
-# this table's choice: 4.43 / 4.84 (ResNet 64), 10.2 / 10.3 (224), 5.88 / 6.28 (EfficientNet,
-# whose baseline code is quicker per access than the table says); every kernel on baseline
-# code 5.7, 47.8, 6.1; every kernel jammed 5.0, 11.9, 10.5; every one middle 14, 14, 20.
-FIRST_TIERS = {"baseline": (0.08, 0.0, 2.0e-9), "jammed": (0.14, 0.12, 0.40e-9), "middle": (0.39, 0.15, 0.025e-9)}
+# 0.3-0.6 s, flat loops 0.5-1.0 s, 0.01-0.05 ns (the full tier's 0.7-0.9x that). The table
+# is the one of a small grid that fitted these best: compile + run summed over the kernels
+# (CPU s), this table's choice against the best tier per kernel: 4.48 / 4.09 (ResNet 64),
+# 9.57 / 9.45 (224), 5.30 / 5.22 (EfficientNet); every kernel on baseline code 4.85, 31.8,
+# 5.32; every kernel jammed 4.83, 10.8, 10.2; every one middle 14.1, 13.9, 19.9. So ResNet's
+# kernels of more than some 70 M accesses start jammed, of more than some 1 G on the middle tier.
+FIRST_TIERS = {"baseline": (0.08, 0.0, 1.0e-9), "jammed": (0.12, 0.08, 0.40e-9), "middle": (0.50, 0.15, 0.02e-9)}
 
 
 def first_tier(accesses: int, flat_loops: int = 0) -> str:
