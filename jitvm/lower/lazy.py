@@ -55,18 +55,18 @@ POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 # more per flat loop, units_work.flat_loops) plus running its buffer element accesses
 # (units_work's estimate) on its code (CPU seconds per access). Measured per kernel, one
 # thread, each tier on every kernel of ResNet-50-style 64 (1.35 G accesses a call), 224
-# (16 G) and EfficientNet-Lite0 (2.0 G), load 5-6: baseline 0.08 s a kernel, its code
+# (16 G) and EfficientNet-Lite0 (2.0 G), load 5-7: baseline about 0.08 s a kernel, its code
 # 0.5-3.5 ns an access (1x1 convolutions and matmuls about 1, 3x3 convolutions and strided
-# reductions 2-3.5); jammed (the baseline's passes on the jammed lowering, lower.unit_build)
-# 0.10-0.25 s, with EfficientNet's flat loops 0.2-0.76 s, 0.2-0.4 ns; middle (the full tier's
-# lowering at 256-bit blocking through LLVM's O1 with the SLP vectoriser, compiler.MIDDLE)
-# 0.3-0.6 s, flat loops 0.5-1.0 s, 0.01-0.05 ns (the full tier's 0.7-0.9x that). The table
-# is the one of a small grid that fitted these best: compile + run summed over the kernels
-# (CPU s), this table's choice against the best tier per kernel: 4.48 / 4.09 (ResNet 64),
-# 9.57 / 9.45 (224), 5.30 / 5.22 (EfficientNet); every kernel on baseline code 4.85, 31.8,
-# 5.32; every kernel jammed 4.83, 10.8, 10.2; every one middle 14.1, 13.9, 19.9. So ResNet's
-# kernels of more than some 70 M accesses start jammed, of more than some 1 G on the middle tier.
-FIRST_TIERS = {"baseline": (0.08, 0.0, 1.0e-9), "jammed": (0.12, 0.08, 0.40e-9), "middle": (0.50, 0.15, 0.02e-9)}
+# reductions 2-3.5); jammed (lower.unit_build: the baseline's passes on a lowering jammed a
+# few iterations wide, lower.loops.jam.NARROW_FACTOR) hardly more, its code 0.2-0.5 ns;
+# middle (the full tier's lowering at 256-bit blocking through LLVM's O1 with the SLP
+# vectoriser, compiler.MIDDLE) 0.3-0.6 s, with EfficientNet's flat loops 0.5-1.0 s,
+# 0.01-0.05 ns (the full tier's 0.7-0.9x that). Compile + run summed over the kernels (CPU
+# s), this table's choice against the best tier per kernel: 3.16 / 2.92 (ResNet 64),
+# 7.15 / 7.14 (224), 4.06 / 3.90 (EfficientNet); every kernel on baseline code 4.85, 31.8,
+# 5.32; every one jammed 3.04, 7.37, 3.95; every one middle 14.1, 13.9, 19.9. So kernels of
+# more than some 10 M accesses start jammed, of more than some 1.4 G on the middle tier.
+FIRST_TIERS = {"baseline": (0.08, 0.0, 1.0e-9), "jammed": (0.085, 0.0, 0.40e-9), "middle": (0.60, 0.15, 0.02e-9)}
 
 
 def first_tier(accesses: int, flat_loops: int = 0) -> str:

@@ -73,13 +73,14 @@ class UnitBuilder:
             return {**self.full_options, "speed": compiler.MIDDLE, "wide_vectors": False}
         if self._loops(unit):
             # guarded nests without checks; libm calls stay plain (no vectoriser at this speed
-            # to use vector forms). The baseline has none of the jammed copies: the Python side
-            # of lowering them takes 2-3x longer, and LLVM twice as long (ResNet-50-style 64's
-            # 36 kernels, CPU: 0.9 + 1.9 s against 2.0 + 3.9 s); "jammed" has them, for
-            # kernels whose first call makes enough accesses to pay for that: its code runs
-            # 4x faster (independent accumulators; still scalar, unlike the middle tier's)
-            return {"speed": compiler.BASELINE, "codegen": 0, **self.loop_steps, "jam_loops": tier == "jammed",
-                    "vector_math": False, "scope_buffers": False}
+            # to use vector forms). The baseline has none of the jammed copies; "jammed" has
+            # them, a few wide (narrow_jam: enough independent chains for scalar code), for
+            # kernels whose first call makes enough accesses to pay for lowering and compiling
+            # them: its code runs 4x faster (ResNet-50-style 64's 36 kernels, CPU, lowering +
+            # LLVM / a call: 0.59 + 1.30 s / 1.86 s, jammed 0.74 + 1.53 s / 0.43 s)
+            quick = {"speed": compiler.BASELINE, "codegen": 0, **self.loop_steps, "jam_loops": tier == "jammed",
+                     "vector_math": False, "scope_buffers": False}
+            return {**quick, "narrow_jam": True} if tier == "jammed" else quick
         return {"speed": 1, "codegen": 0}
 
     def one_tier(self, unit: Unit) -> bool:
