@@ -240,8 +240,8 @@ class LazyExecutable(JitExecutable):
         if not self.builder._loops(unit):
             return "baseline"
         functions = [self.loaded.verified.functions[o] for o in unit.ordinals]
-        return first_tier(sum(workgroups.get(vf.ordinal, 0) * units_work.accesses_per_workgroup(vf) for vf in functions),
-                          sum(units_work.flat_loops(vf) for vf in functions))
+        accesses = sum(workgroups.get(vf.ordinal, 0) * units_work.accesses_per_workgroup(vf) for vf in functions)
+        return first_tier(accesses, sum(units_work.flat_loops(vf) for vf in functions))
 
     def _install(self, built) -> None:
         """Links the units' code into this process and points their cells at it."""

@@ -32,8 +32,8 @@ def accesses_per_workgroup(vf) -> int:
 
 def flat_loops(vf) -> int:
     """How many of `vf`'s loops the nest analysis declines (IREE's flat loops over
-    delinearised indices, lowered chunk by chunk: lower.loops.delinearise). Jammed, each
-    brings copies at several widths: what compiling the jammed and middle tiers costs more."""
+    delinearised indices, lowered chunk by chunk: lower.loops.delinearise). Jammed full width
+    (the middle tier), each brings copies at several widths: what compiling it costs more."""
     return _estimate(vf)[1]
 
 

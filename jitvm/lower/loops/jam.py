@@ -476,8 +476,8 @@ def pure_region(vf, region: range, nest: Nest) -> bool:
 
 
 def _factor(vf, loop: Loop, region: range, narrow: bool = False) -> int:
-    """How many iterations of P run together: FACTOR (NARROW_FACTOR if `narrow`), halved while the copies would exceed
-    COPY_BUDGET instructions (compile time grows with them); when P's trip count is known,
+    """How many iterations of P run together: FACTOR (NARROW_FACTOR if `narrow`), halved while
+    the copies would exceed COPY_BUDGET instructions (compile time grows with them); when P's trip count is known,
     whole groups that cover it exactly (see _even_groups), else at most the largest power of
     two within it (a tile of 16 columns runs as one group of 16 rather than entirely in the
     remainder loop).
