@@ -1,7 +1,8 @@
 """Unroll-and-jam at its group boundaries (lower.loops.jam): a matmul-shaped nest whose jammed loop
 runs 63, 64, 65, 127, 128 and 129 times, so groups of 64 (and 32, and the remainder loop)
 all run, under the JIT and the interpreter; results must be bit-identical. The fuzzer's
-kernels are too small to fill a group of 32 or 64."""
+kernels are too small to fill a group of 32 or 64. And the narrow jam of the jammed quick
+tier (loop step narrow_jam: groups of jam.NARROW_FACTOR, the baseline's passes) the same way."""
 
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ MATMUL = matmul_vmasm()
 def instances():
     vmfb = assemble(MATMUL, "<jam>")
     jit = JitBackend(use_cache=False, progress=False, threads=1)
-    return {name: instantiate(vmfb, be)[1] for name, be in (("jit", jit), ("interp", InterpreterBackend()))}
+    narrow = JitBackend(use_cache=False, progress=False, threads=1, loop_steps={"narrow_jam": True})
+    return {name: instantiate(vmfb, be)[1]
+            for name, be in (("jit", jit), ("narrow", narrow), ("interp", InterpreterBackend()))}
 
 
 def test_jam_plans_a_wide_group():
@@ -35,6 +38,8 @@ def test_jam_plans_a_wide_group():
     (nest,) = find_nests(vf)
     plan = jam.plan(vf, nest)
     assert plan is not None and plan.factor == jam.FACTOR and plan.loop.id == 1
+    narrow = jam.plan(vf, nest, narrow=True)
+    assert narrow is not None and narrow.factor == jam.NARROW_FACTOR < jam.FACTOR and narrow.loop.id == 1
 
 
 @pytest.mark.parametrize("n", [63, 64, 65, 127, 128, 129])
@@ -48,7 +53,7 @@ def test_groups_of_the_jammed_loop_agree_with_the_interpreter(instances, n):
         dst = VmBuffer.from_bytes(np.arange(m * n, dtype=np.float32).tobytes())
         inst.lookup("mm").call([dst, VmBuffer.from_bytes(a.tobytes()), VmBuffer.from_bytes(b.tobytes()), m, n, k])
         out[name] = dst.tobytes()
-    assert out["jit"] == out["interp"]
+    assert out["jit"] == out["interp"] == out["narrow"]
     ref = np.arange(m * n, dtype=np.float32).reshape(m, n)
     for kk in range(k):  # the same order of fused multiply-adds
         ref = np.float32(a.reshape(m, k)[:, kk:kk + 1]) * b.reshape(k, n)[kk] + ref

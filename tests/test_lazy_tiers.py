@@ -374,16 +374,16 @@ def _kernel_executables(backend, before) -> list:
             if key not in before and isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is backend]
 
 
-@pytest.mark.parametrize("heavy", [False, True])
-def test_kernels_that_would_run_long_on_baseline_code_start_on_the_middle_tier(tmp_path, monkeypatch, heavy):
-    """Under "auto" a kernel's first dispatch compiles it quickly, unless its dispatches in
-    the call make more element accesses than HEAVY_ACCESSES (lower.work's estimate): then the
-    middle tier at once (the full tier's lowering through O1; the CNN's kernels make some
-    10^5: the threshold is lowered to see it), which tiers up to the full tier like baseline
-    code; every tier gives the interpreter's bits."""
+@pytest.mark.parametrize("first", ["baseline", "jammed", "middle"])
+def test_each_quick_tier_a_kernel_can_start_on_computes_the_interpreters_bits(tmp_path, monkeypatch, first):
+    """Under "auto" a kernel's first dispatch compiles it on the quick tier that costs least
+    for the call's dispatches (lazy.FIRST_TIERS: the CNN's kernels are small, baseline code;
+    the table is narrowed to one tier to see each); kernels without loops take the baseline.
+    Each quick tier tiers up to the full tier once called again; every tier gives the
+    interpreter's bits."""
     monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
-    if heavy:
-        monkeypatch.setattr(lazy, "HEAVY_ACCESSES", 1000)
+    if first != "baseline":
+        monkeypatch.setattr(lazy, "FIRST_TIERS", {first: lazy.FIRST_TIERS[first]})
     gc.collect()
     before = set(hal_executable._loaded_cache.keys())
     backend = JitBackend(progress=False, tier="auto")
@@ -391,22 +391,35 @@ def test_kernels_that_would_run_long_on_baseline_code_start_on_the_middle_tier(t
     x = np.random.default_rng(5).random((1, 28, 28, 1), np.float32)
     want = jitvm.load("example:cnn", backend="interp").predict(x)
     got = m.predict(x)
-    stats = [k.compile_stats() for k in _kernel_executables(backend, before)]
-    assert stats and sum(s["compiled"] for s in stats) > 0, repr(stats)
-    tiers = {t for s in stats for t in ("baseline", "middle", "full") if s[t]}
-    assert tiers == ({"middle", "baseline"} if heavy else {"baseline"}), repr(stats)  # heavy: not every kernel
+    kernels = _kernel_executables(backend, before)
+    units = [(k, u) for k in kernels for u in k.units if u.tier is not None]
+    assert units and {u.tier for k, u in units if k.builder._loops(u)} == {first}, [(u.tier) for k, u in units]
+    assert {u.tier for k, u in units if not k.builder._loops(u)} <= {"baseline"}
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     got = m.predict(x)  # called again: hot
     assert lazy.wait_for_tier_up(300)
-    stats = [k.compile_stats() for k in _kernel_executables(backend, before)]
+    stats = [k.compile_stats() for k in kernels]
     assert all(s["full"] == s["compiled"] for s in stats), repr(stats)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     assert np.array_equal(m.predict(x).view(np.uint32), want.view(np.uint32))
 
 
+def test_the_first_tier_follows_the_work():
+    """More accesses in a call, a quicker-running tier: the baseline for little work, then
+    the jammed code, then the middle tier; each chosen somewhere."""
+    work = [round(10 ** (k / 8)) for k in range(32, 88)]
+    chosen = [lazy.first_tier(a) for a in work]
+    assert set(chosen) == set(lazy.FIRST_TIERS) == {"baseline", "jammed", "middle"}
+    order = list(lazy.FIRST_TIERS)
+    assert [order.index(t) for t in chosen] == sorted(order.index(t) for t in chosen)
+    # flat loops make the middle tier's code larger: a kernel needs more work for it
+    middle = next(a for a in work if lazy.first_tier(a) == "middle")
+    assert lazy.first_tier(middle, flat_loops=3) == "jammed"
+
+
 def test_the_store_keeps_a_units_tiers_apart(tmp_path, monkeypatch):
-    """A kernel's baseline, middle and full code have keys of their own in the code store;
-    each tier's code is read back under its own key."""
+    """A kernel's baseline, jammed, middle and full code have keys of their own in the code
+    store; each tier's code is read back under its own key."""
     monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
     gc.collect()
     before = set(hal_executable._loaded_cache.keys())
@@ -414,11 +427,75 @@ def test_the_store_keeps_a_units_tiers_apart(tmp_path, monkeypatch):
     jitvm.load("example:cnn", backend=backend).predict(np.zeros((1, 28, 28, 1), np.float32))
     exe = max(_kernel_executables(backend, before), key=lambda e: len(e.units))
     unit = next(u for u in exe.units if exe.builder._loops(u))
-    tiers = ("baseline", "middle", "full")
+    tiers = ("baseline", "jammed", "middle", "full")
     keys = {t: exe.builder.key(unit, exe.options(unit, t)) for t in tiers}
-    assert len(set(keys.values())) == 3
+    assert len(set(keys.values())) == 4
     assert exe.options(unit, "middle")["speed"] == compiler.MIDDLE
     built = {t: exe.builder.build([unit], t)[0][2] for t in tiers}
-    assert len({bytes(b"".join(objects)) for objects in built.values()}) == 3
+    assert len({bytes(b"".join(objects)) for objects in built.values()}) == 4
     for t in tiers:
         assert cache.load(keys[t])[0] == built[t]
+
+
+# A matmul IREE splits into several workgroups (VMVX tiles of 64 x 64: 2 x 2 here).
+MATMUL = """
+func.func @main(%a: tensor<96x128xf32>, %b: tensor<128x80xf32>) -> tensor<96x80xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<96x80xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<96x80xf32>) -> tensor<96x80xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<96x128xf32>, tensor<128x80xf32>) outs(%z : tensor<96x80xf32>)
+      -> tensor<96x80xf32>
+  return %r : tensor<96x80xf32>
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def matmul_vmfb(tmp_path_factory):
+    pytest.importorskip("iree.runtime")
+    from bench.build import TARGETS, _iree_compile
+    from jitvm.fuzz.corpus import require_tool
+    require_tool("iree-compile")
+    directory = tmp_path_factory.mktemp("matmul")
+    src, vmfb = directory / "m.mlir", directory / "m.vmfb"
+    src.write_text(MATMUL)
+    _iree_compile(src, TARGETS["vmvx"], vmfb, "matmul")
+    return vmfb
+
+
+def _iree_main(path, args):
+    import iree.runtime as rt
+    ctx = rt.SystemContext(config=rt.Config("local-sync"))
+    ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, path.read_bytes()))
+    return np.asarray(ctx.modules.module["main"](*args))
+
+
+@pytest.mark.parametrize("first", ["baseline", "jammed", "middle"])
+def test_a_kernel_tiers_up_after_its_first_call_and_every_tier_gives_irees_bits(tmp_path, monkeypatch,
+                                                                                 matmul_vmfb, first):
+    """A kernel of several workgroups, on each quick tier: IREE's interpreter's bits; it is
+    not hot within its first call (its workgroups are its calls: the tier-up waits for a
+    second call and leaves the first the cores), and tiers up after the second."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    monkeypatch.setattr(lazy, "FIRST_TIERS", {first: lazy.FIRST_TIERS[first]})
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((96, 128)).astype(np.float32), rng.standard_normal((128, 80)).astype(np.float32)
+    want = _iree_main(matmul_vmfb, [a, b])
+    gc.collect()
+    before = set(hal_executable._loaded_cache.keys())
+    backend = JitBackend(progress=False, tier="auto")
+    m = jitvm.load(str(matmul_vmfb), backend=backend)
+    got = m.main(a, b)
+    kernels = _kernel_executables(backend, before)
+    looped = [(k, u) for k in kernels for u in k.units if u.tier is not None and k.builder._loops(u)]
+    assert looped and {u.tier for _k, u in looped} == {first}
+    several = [(k, o) for k in kernels for o, n in k._per_call.items() if n > 1]
+    assert several and all(k.counts[o] == k._per_call[o] for k, o in several)  # each workgroup: a call
+    assert not any(k.hot_units() for k in kernels)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    got = m.main(a, b)
+    assert any(k.hot_units() or k.compile_stats()["full"] for k in kernels)
+    assert lazy.wait_for_tier_up(300)
+    assert all(s["full"] == s["compiled"] for s in (k.compile_stats() for k in kernels))
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(m.main(a, b).view(np.uint32), want.view(np.uint32))

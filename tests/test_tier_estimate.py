@@ -4,6 +4,9 @@ Two loops in a row, each loading and storing one element per iteration, their bo
 register written before each (so the loop analysis's written-once rule knows neither): the
 estimate reads each bound from the constant last written before its loop, directly or
 through a branch's register move; a bound from an argument stays unknown and counts once.
+And a flat loop over delinearised rows (a division of its induction variable: the nest
+analysis declines it) around a counted loop, its bound a workgroup's tile, min(rest, 64)
+times 3, the rest from the workgroup's id: the tile counts, and so does the flat loop.
 """
 
 from __future__ import annotations
@@ -79,3 +82,58 @@ def test_a_bound_computed_at_run_time_stays_unknown():
     first, second = (nest.loops[0] for nest in find_nests(vf))
     assert work.trip_count(vf, first) is None and work.trip_count(vf, second) == 100
     assert work.accesses_per_workgroup(vf) == 2 * 1 + 2 * 100
+
+
+# @rows(dst, src, id): for i < min(112 - 64 * id, 64) * 3: row = i / 3; for j < 3: dst[row*3+j] = src[row*3+j]
+TILE = """
+vm.module @tile version 0
+vm.export @rows
+vm.func @rows(%r0: !vm.buffer, %r1: !vm.buffer, %i0: i32) -> () {
+^bb0:
+  %i2:3 = vm.ext.i32.i64.s %i0
+  %i10:11 = vm.const.i64.zero
+  %i12:13 = vm.const.i64 1
+  %i30:31 = vm.const.i64 64
+  %i32:33 = vm.const.i64 -64
+  %i34:35 = vm.const.i64 112
+  %i36:37 = vm.const.i64 3
+  %i20:21 = vm.fma.i64 %i2:3, %i32:33, %i34:35
+  %i20:21 = vm.min.i64.s %i20:21, %i30:31
+  %i20:21 = vm.mul.i64 %i20:21, %i36:37
+  vm.br ^bb1(%i10->%i14, %i11->%i15)
+^bb1:
+  %i4 = vm.cmp.lt.i64.s %i14:15, %i20:21
+  vm.cond_br %i4, ^bb2(), ^bb6()
+^bb2:
+  %i16:17 = vm.div.i64.s %i14:15, %i36:37
+  vm.br ^bb3(%i10->%i18, %i11->%i19)
+^bb3:
+  %i5 = vm.cmp.lt.i64.s %i18:19, %i36:37
+  vm.cond_br %i5, ^bb4(), ^bb5()
+^bb4:
+  %i22:23 = vm.mul.i64 %i16:17, %i36:37
+  %i22:23 = vm.add.i64 %i22:23, %i18:19
+  %i6 = vm.buffer.load.f32 %r1, %i22:23
+  vm.buffer.store.f32 %i6, %r0, %i22:23
+  %i18:19 = vm.add.i64 %i18:19, %i12:13
+  vm.br ^bb3()
+^bb5:
+  %i14:15 = vm.add.i64 %i14:15, %i12:13
+  vm.br ^bb1()
+^bb6:
+  vm.return
+}
+"""
+
+
+def test_a_flat_loop_around_a_nest_counts_with_its_tile_bound():
+    vf = verify_module(load_module(assemble(TILE, "<tile>"))).functions[0]
+    nests = find_nests(vf)
+    assert [[loop.header for loop in nest.loops] for nest in nests] == [[3]]  # the inner loop alone
+    assert work.accesses_per_workgroup(vf) == 2 * 3 * (64 * 3)
+    assert work.flat_loops(vf) == 1
+
+
+def test_loops_of_nests_are_not_flat():
+    vf = _function("vm.const.i64 8", CONST_100)
+    assert work.flat_loops(vf) == 0

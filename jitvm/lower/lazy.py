@@ -12,7 +12,7 @@ which then compile side by side on the compile pool).
 Tiers (`tier=`): "full" compiles with today's pipeline (the first call waits for it);
 "baseline" quickly (loop nests guarded but not jammed, lower.llvm.compiler.BASELINE's few
 passes, fast instruction selection; slower code); "auto" starts with the baseline (a kernel
-whose first call would run long on it: the middle tier, `HEAVY_ACCESSES`) and, for
+whose first call would run long on it: the jammed or the middle tier, `FIRST_TIERS`) and, for
 functions called again (the counting entry counts calls natively), compiles the unit with
 the full pipeline in the background (`TIER_UP`: lowered on its thread, optimised on compile
 worker processes, so this process's LLVM stays free), then swaps the cell between calls. Both tiers are kept in the code store; a later process
@@ -42,20 +42,39 @@ from . import work as units_work
 from .units import call_components, run_once
 
 TIERS = ("auto", "baseline", "full")
-QUICK = ("baseline", "middle")  # the tiers code starts on under "auto", until its tier-up
-HOT_CALLS = 2  # a function called this often (a kernel: workgroups) gets the full tier under "auto"
+QUICK = ("baseline", "jammed", "middle")  # the tiers code starts on under "auto", until its tier-up
+# A function called this often gets the full tier under "auto". A kernel is called once per
+# workgroup: one whose workgroups in a call are known (a command buffer's) is hot once called
+# after them, in a second call. So no tier-up takes the cores from the first call (on 2 cores,
+# ResNet-50-style 224 cold, its parent's CPU to the first result 6.7 -> 6.1 s, load 6): a
+# one-shot process hands it to a detached worker at exit (lower.handoff) instead.
+HOT_CALLS = 2
 POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
-# A kernel making this many buffer element accesses per call (units_work's estimate) starts
-# on the middle tier under "auto" (the full tier's lowering at 256-bit blocking through
-# LLVM's O1 with the SLP vectoriser, compiler.MIDDLE), which tiers up like baseline code:
-# baseline code takes some 0.5-2.5 ns an access (measured per kernel, one thread: matmuls
-# about 0.6, 3x3 convolutions 1.5-2.5), so about 0.3 s here, what compiling a kernel's middle
-# tier costs (0.2-0.4 s of CPU; the full tier's 0.3-0.6 s, its code 1.3x faster, the
-# baseline's some 50x slower). ResNet-50-style 64's kernels make 190 M at most; at 224
-# twenty of its 36 make more (its 3x3 conv at 14x14, 2,300 M: 3.4 s on baseline code, 27 ms
-# on the full tier's); the transformer's (MiniLM-L6 shape) four large matmuls 450-1,800 M;
-# EfficientNet-Lite0's 130 M at most.
-HEAVY_ACCESSES = 300_000_000
+# A kernel's first tier under "auto", when its dispatches in the call are known: the quick
+# tier costing least for them: compiling it (CPU seconds, lowering and LLVM: a kernel's, and
+# more per flat loop, units_work.flat_loops) plus running its buffer element accesses
+# (units_work's estimate) on its code (CPU seconds per access). Measured per kernel, one
+# thread, each tier on every kernel of ResNet-50-style 64 (1.35 G accesses a call), 224
+# (16 G) and EfficientNet-Lite0 (2.0 G), load 5-7: baseline about 0.08 s a kernel, its code
+# 0.5-3.5 ns an access (1x1 convolutions and matmuls about 1, 3x3 convolutions and strided
+# reductions 2-3.5); jammed (lower.unit_build: the baseline's passes on a lowering jammed a
+# few iterations wide, lower.loops.jam.NARROW_FACTOR) hardly more, its code 0.2-0.5 ns;
+# middle (the full tier's lowering at 256-bit blocking through LLVM's O1 with the SLP
+# vectoriser, compiler.MIDDLE) 0.3-0.6 s, with EfficientNet's flat loops 0.5-1.0 s,
+# 0.01-0.05 ns (the full tier's 0.7-0.9x that). Compile + run summed over the kernels (CPU
+# s), this table's choice against the best tier per kernel: 3.16 / 2.92 (ResNet 64),
+# 7.15 / 7.14 (224), 4.06 / 3.90 (EfficientNet); every kernel on baseline code 4.85, 31.8,
+# 5.32; every one jammed 3.04, 7.37, 3.95; every one middle 14.1, 13.9, 19.9. So kernels of
+# more than some 10 M accesses start jammed, of more than some 1.4 G on the middle tier.
+FIRST_TIERS = {"baseline": (0.08, 0.0, 1.0e-9), "jammed": (0.085, 0.0, 0.40e-9), "middle": (0.60, 0.15, 0.02e-9)}
+
+
+def first_tier(accesses: int, flat_loops: int = 0) -> str:
+    """The quick tier costing least for a kernel making `accesses` in a call (`FIRST_TIERS`)."""
+    def cost(tier):
+        compile_s, per_flat_loop, per_access = FIRST_TIERS[tier]
+        return compile_s + flat_loops * per_flat_loop + accesses * per_access
+    return min(FIRST_TIERS, key=cost)
 
 
 def entries_ir(prefix: str, count: int) -> str:
@@ -88,6 +107,7 @@ class LazyExecutable(JitExecutable):
         self._compile_lock = threading.Lock()
         self._modules: list[engine.JitModule] = []  # every tier's code, kept while calls may be in it
         self._code: dict[int, object] = {}  # ordinal -> ctypes function of its current code
+        self._per_call: dict[int, int] = {}  # kernel ordinal -> its workgroups in a call, when known
         if tier != "full":
             _prestart_pool(self)
         native = [o for o in range(n) if o not in self.interpreted]
@@ -128,6 +148,7 @@ class LazyExecutable(JitExecutable):
                 "interpreted": len(self.fallbacks),
                 "uncompiled": sum(t is None for t in tiers),
                 "baseline": sum(t == "baseline" for t in tiers),
+                "jammed": sum(t == "jammed" for t in tiers),
                 "middle": sum(t == "middle" for t in tiers),
                 "full": sum(t == "full" for t in tiers) - late}
 
@@ -150,8 +171,8 @@ class LazyExecutable(JitExecutable):
     def ensure_compiled(self, ordinals, workgroups: dict | None = None) -> None:
         """Compiles the units of `ordinals` not compiled yet, together (on the compile pool).
         `workgroups`: how many workgroups each kernel runs per call (a sequence's dispatches),
-        when known; under "auto", a kernel whose calls would run long on baseline code gets
-        the full tier at once (`heavy`)."""
+        when known; under "auto", a kernel whose calls would run long on baseline code starts
+        on a faster quick tier (`first_tier`)."""
         todo = {self.unit_of[o] for o in ordinals if o in self.entries and self.unit_of[o].tier is None}
         if not todo:
             return
@@ -198,25 +219,29 @@ class LazyExecutable(JitExecutable):
         waited = missing + promote
         if waited and self.backend.progress:  # the caller waits for these (a tier-up says nothing)
             progress = _Progress(f"{self.loaded.name} ({sum(len(u.ordinals) for u in waited)} functions)")
-        heavy = []
-        if first == "baseline" and self.tier == "auto" and workgroups and missing:
-            heavy = [u for u in missing if self._heavy(u, workgroups)]
-            missing = [u for u in missing if u not in heavy]
+        if workgroups:
+            self._per_call.update((o, n) for u in units for o in u.ordinals if (n := workgroups.get(o)))
+        chosen = [(u, first) for u in missing]
+        if first == "baseline" and self.tier == "auto" and workgroups:
+            chosen = [(u, self._first_tier(u, workgroups)) for u in missing]
         try:
             # one pool for every tier, the long jobs first
-            found.extend(self.builder.build_tiers([(u, "full") for u in promote] + [(u, "middle") for u in heavy] +
-                                                  [(u, first) for u in missing]))
+            order = {t: i for i, t in enumerate(("full", "middle", "jammed", "baseline"))}
+            found.extend(self.builder.build_tiers(sorted([(u, "full") for u in promote] + chosen,
+                                                         key=lambda job: order[job[1]])))
         finally:
             if progress:
                 progress.done()
         self._install(found)
 
-    def _heavy(self, unit: Unit, workgroups: dict) -> bool:
-        """Whether a call would run `unit` long enough on baseline code (some 40x slower than
-        the full tier's on convolutions and matmuls) to pay for compiling the full tier first."""
-        accesses = sum(workgroups.get(o, 0) * units_work.accesses_per_workgroup(self.loaded.verified.functions[o])
-                       for o in unit.ordinals)
-        return accesses >= HEAVY_ACCESSES
+    def _first_tier(self, unit: Unit, workgroups: dict) -> str:
+        """The quick tier for a call's dispatches of `unit` (`first_tier`; loop-free code:
+        the baseline, the only one it has)."""
+        if not self.builder._loops(unit):
+            return "baseline"
+        functions = [self.loaded.verified.functions[o] for o in unit.ordinals]
+        accesses = sum(workgroups.get(vf.ordinal, 0) * units_work.accesses_per_workgroup(vf) for vf in functions)
+        return first_tier(accesses, sum(units_work.flat_loops(vf) for vf in functions))
 
     def _install(self, built) -> None:
         """Links the units' code into this process and points their cells at it."""
@@ -256,7 +281,7 @@ class LazyExecutable(JitExecutable):
         if self.tier != "auto":
             return []
         return [u for u in self.units if u.tier in QUICK and
-                (u.hot or any(self.counts[o] >= HOT_CALLS for o in u.ordinals))]
+                (u.hot or any(self.counts[o] >= max(HOT_CALLS, self._per_call.get(o, 0) + 1) for o in u.ordinals))]
 
     def baseline_units(self) -> list[Unit]:
         """Units running quick code (baseline or middle), waiting for their full tier (what

@@ -28,6 +28,7 @@ class LoopSteps:
     stage_loads: bool = True  # a plain jam's far-apart row loads read from a transposed copy (lower.loops.stage)
     pack_operands: bool = True  # a register-blocked nest's far-apart loads read from a transposed copy (lower.loops.pack)
     row_lanes: bool = True  # ... or, where rows fill whole vectors, the rows run in the lanes (lower.loops.jam.ROW_LANES)
+    narrow_jam: bool = False  # jammed loops at most jam.NARROW_FACTOR wide: scalar code's (the jammed quick tier)
 
     @property
     def wide_forms(self) -> bool:

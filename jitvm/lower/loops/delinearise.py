@@ -562,7 +562,7 @@ def lower(e, plan: ChunkPlan, lower_nest) -> None:
     e.redirect = {root.exit: header}
     e.overrides = {idx: _override(plan.steps[sym.key], sym, h) for idx, sym in plan.overridden.items()}
     e.overrides[_loop_test(vf, root)] = _chunk_test(values["end"])
-    if not (e.mod.steps.jam_loops and jam.plan(vf, plan.chunk, e.mod.steps.jam_outer)):
+    if not (e.mod.steps.jam_loops and jam.plan(vf, plan.chunk, e.mod.steps.jam_outer, narrow=e.mod.steps.narrow_jam)):
         for loop in plan.chunk.loops[1:] if _contiguous(plan.chunk) else plan.chunk.loops:
             e.overrides[vf.blocks[loop.latch].last] = _scalar_back_edge
     try:

@@ -37,6 +37,12 @@ from .sharing import P_LANE, Q_LANE, REGISTER_OPS, CopySharing
 
 FACTOR = 64  # iterations of P run together (at most; see _factor)
 MIN_FACTOR = 16
+# ... with the narrow_jam step (the jammed quick tier, lower.unit_build: no vectoriser, fast
+# instruction selection): scalar chains need a few to hide the add's latency, not 64.
+# ResNet-50-style 64, every kernel so, one thread, CPU (lowering + LLVM / a call): 4 wide
+# 0.74 + 1.53 s / 0.43 s, 8 wide 0.94 + 1.89 / 0.41-0.44, 64 wide 1.41 + 2.67 / 0.42; not
+# jammed 0.59 + 1.30 / 1.86 (load 6-7).
+NARROW_FACTOR = 4
 COPY_BUDGET = 3200  # instructions of P's region times the factor
 
 # What the jammed region may contain besides proven buffer accesses: ops that touch
@@ -107,17 +113,17 @@ class OuterJam:
 
 
 def plan(vf, nest: Nest, outer: bool = True, wide: bool = False, pack: bool = False,
-         rows: bool = True) -> JamPlan | None:
+         rows: bool = True, narrow: bool = False) -> JamPlan | None:
     """The loop of `nest` worth jamming, if one qualifies (and its parent too, if `outer`;
     `wide`: the target has 512-bit vectors, see OUTER_INNER_WIDE; `pack`: far-apart loads
     may be read from a transposed copy, see OuterJam.packs; `rows`: ... or the rows run in
-    vector lanes instead, see ROW_LANES)."""
+    vector lanes instead, see ROW_LANES; `narrow`: at most NARROW_FACTOR iterations at once)."""
     children = {loop.id: [c for c in nest.loops if c.parent == loop.id] for loop in nest.loops}
     # Deepest loops first: the one right around the reduction gives the most independent chains.
     for loop in sorted(nest.loops, key=lambda lp: -_depth(nest, lp)):
         if not children[loop.id]:
             continue
-        p = _check(vf, nest, loop)
+        p = _check(vf, nest, loop, narrow)
         if p is not None:
             if outer:
                 q = _check_outer(vf, nest, p, children, wide, pack, rows=rows)
@@ -372,7 +378,7 @@ def _inside(nest: Nest, loop: Loop) -> set[int]:
     return out
 
 
-def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
+def _check(vf, nest: Nest, loop: Loop, narrow: bool = False) -> JamPlan | None:
     region = range(loop.header, loop.latch + 1)
     if not pure_region(vf, region, nest):
         return None
@@ -405,7 +411,7 @@ def _check(vf, nest: Nest, loop: Loop) -> JamPlan | None:
         return None
     renamed, _refs = written_slots(vf, region)
     others = tuple(sorted({a.buffer for a in accesses} - stored))
-    factor = _factor(vf, loop, region)
+    factor = _factor(vf, loop, region, narrow)
     if nest.jam_factor is not None:
         factor = min(factor, nest.jam_factor)
     for stride, lattice in spans:
@@ -469,9 +475,9 @@ def pure_region(vf, region: range, nest: Nest) -> bool:
     return True
 
 
-def _factor(vf, loop: Loop, region: range) -> int:
-    """How many iterations of P run together: FACTOR, halved while the copies would exceed
-    COPY_BUDGET instructions (compile time grows with them); when P's trip count is known,
+def _factor(vf, loop: Loop, region: range, narrow: bool = False) -> int:
+    """How many iterations of P run together: FACTOR (NARROW_FACTOR if `narrow`), halved while
+    the copies would exceed COPY_BUDGET instructions (compile time grows with them); when P's trip count is known,
     whole groups that cover it exactly (see _even_groups), else at most the largest power of
     two within it (a tile of 16 columns runs as one group of 16 rather than entirely in the
     remainder loop).
@@ -482,7 +488,7 @@ def _factor(vf, loop: Loop, region: range) -> int:
     36 -> 19 ms. The budget keeps compile time in check where regions are large; with it
     every ResNet kernel gets 64 and its executables compile in 10.4 s of CPU (7.8 s at 16)."""
     size = _region_size(vf, region)
-    factor = FACTOR
+    factor = NARROW_FACTOR if narrow else FACTOR
     while factor > MIN_FACTOR and factor * size > COPY_BUDGET:
         factor //= 2
     trips = static_trips(vf, loop)

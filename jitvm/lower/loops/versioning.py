@@ -53,7 +53,7 @@ class NestVersioning:
             return
         mod, steps = e.mod, e.mod.steps
         plan = jam.plan(e.vf, nest, steps.jam_outer, steps.wide_vectors,
-                        steps.pack_operands and steps.affine_indices, steps.row_lanes) \
+                        steps.pack_operands and steps.affine_indices, steps.row_lanes, steps.narrow_jam) \
             if steps.jam_loops else None
         if plan is not None and plan.outer is not None and steps.shared_blocking and \
                 not blocking_pays(e.vf, nest, plan.outer.loop, plan.loop):
