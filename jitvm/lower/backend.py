@@ -40,6 +40,7 @@ class JitBackend:
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py): the
         # fields of lower.steps.LoopSteps, and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
+        compile_pool.offload_llvm()  # LLVM's work on a compile worker: this process need not load libLLVM
         self.target = targets.host()
         self._runner = None
         # Direct calls (not only dispatches) may split loop nests of at least this many
