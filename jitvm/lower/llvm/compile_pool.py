@@ -22,7 +22,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ...runtime.native import offload, target as targets
+from ...runtime.native import hostinfo, offload, target as targets
 
 _ROOT = str(Path(__file__).resolve().parents[3])  # the checkout holding the jitvm package
 _open: set = set()  # pools with workers; at exit they go (a background tier-up does not outlive us)
@@ -244,13 +244,17 @@ class Helper:
 _helper: Helper | None = None
 
 
-def offload_llvm() -> None:
+def offload_llvm(start_if_cold: bool = False) -> None:
     """From now on this process's LLVM work goes to a helper worker (runtime.native.offload),
-    unless JITVM_COMPILE_HERE=1."""
+    unless JITVM_COMPILE_HERE=1. `start_if_cold`: when this host's description is not
+    stored (the first load on this machine), the helper starts now, so its start overlaps
+    the caller's next steps rather than waiting when the description is asked."""
     global _helper
     if _helper is None and os.environ.get("JITVM_COMPILE_HERE", "0") != "1":
         _helper = Helper()
         offload.install(_helper)
+    if start_if_cold and _helper is not None and not hostinfo.known():
+        _helper.prepare()
 
 
 def helper(target: targets.Target) -> Helper | None:
