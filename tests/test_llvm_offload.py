@@ -120,3 +120,21 @@ def test_cold_load_peak_rss_within_a_fifth_of_iree(tmp_path):
 
     iree, ours = peak("iree"), peak("jitvm")
     assert ours <= 1.2 * iree, f"peak RSS {ours} kB against IREE's {iree} kB"
+
+
+def test_a_forked_child_gets_a_helper_of_its_own(helper):
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    first = helper.compile_runtime(IR, 2)
+    parent_worker = helper._pool._idle[0].pid
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its own worker, the same code
+        ok = helper.compile_runtime(IR, 2) == first and helper._pool._idle[0].pid != parent_worker
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    answer = os.read(read, 1)
+    os.waitpid(pid, 0)
+    assert answer == b"1"
+    assert helper.compile_runtime(IR, 2) == first and helper._pool._idle[0].pid == parent_worker

@@ -176,6 +176,7 @@ class Helper:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._pid = os.getpid()
         self._pool: CompilePool | None = None
         self._directory: Path | None = None
         self._description: dict | None = None
@@ -187,6 +188,9 @@ class Helper:
             self._start()
 
     def _start(self) -> CompilePool | None:
+        if self._pid != os.getpid():  # a forked child: the worker and its pipes are its parent's
+            _open.discard(self._pool)
+            self._pid, self._pool, self._directory, self._description, self._failed = os.getpid(), None, None, None, False
         if self._pool is None and not self._failed:
             self._directory = Path(tempfile.mkdtemp(prefix="jitvm-helper-"))
             self._pool = CompilePool(1, self._directory, None)
@@ -263,10 +267,11 @@ def helper(target: targets.Target) -> Helper | None:
 
 
 @atexit.register
-def _stop_helper() -> None:
-    if _helper is not None:
-        with _helper._lock:
-            _helper._stop()
+def _remove_helper_directory() -> None:
+    """At exit (its worker is killed with the open pools): without the helper's lock, which
+    a thread still compiling may hold."""
+    if _helper is not None and _helper._directory is not None:
+        shutil.rmtree(_helper._directory, ignore_errors=True)
 
 
 def processes() -> int:

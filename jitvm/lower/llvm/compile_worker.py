@@ -23,7 +23,7 @@ import select
 import sys
 from pathlib import Path
 
-IDLE_SECONDS = 0.05
+IDLE_SECONDS = 0.5  # a load's runtime compiles come closer together: they would fault LLVM's pages back each
 
 
 def main(argv: list[str]) -> int:
