@@ -9,16 +9,24 @@ Each configuration runs in a fresh process (bench/measure.py; its peak is Linux'
 IREE on local-task with the module's own target (vmvx for the CNN, llvm-cpu and vmvx for
 suite models), jitvm's cold load (an empty JITVM_CACHE_DIR) and cached load (the same
 directory again), each with JITVM_RELEASE_MEMORY=1 and =0, alternated over `--rounds`.
-Figures are medians over rounds, in MB (10^6 bytes).
+Figures are medians over rounds, in MB (10^6 bytes). `tree` is the peak of the process and
+its children together (jitvm's compile workers), sampled every 10 ms from outside: the sum
+of their resident sets, and of their proportional sets (PSS: pages the processes share,
+libLLVM's code above all, counted once), which is nearer what a container is charged.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,9 +34,64 @@ import numpy as np
 from bench.build import compile_model
 from bench.exported import exported_suite
 from bench.models import suite
-from bench.run import run_job
+from bench.run import _exception_text
 
-CNN = Path(__file__).resolve().parent.parent / "jitvm" / "examples" / "cnn.vmfb"
+ROOT = Path(__file__).resolve().parent.parent
+CNN = ROOT / "jitvm" / "examples" / "cnn.vmfb"
+SAMPLE_SECONDS = 0.01
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants alive now."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def _resident(pid: int) -> tuple[int, int]:
+    """(RSS, PSS) of `pid` in bytes, (0, 0) once it has gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            fields = {k: int(v.split()[0]) * 1024 for k, _, v in (line.partition(":") for line in f) if k in ("Rss", "Pss")}
+        return fields.get("Rss", 0), fields.get("Pss", 0)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def run_sampled(job: dict, env_extra: dict, timeout: float, cwd: Path = ROOT) -> dict:
+    """bench.measure's result of `job` (run in `cwd`'s tree), with the peak RSS and PSS of its
+    process tree (tree_peak_rss_bytes, tree_peak_pss_bytes) and the most processes seen at once."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.measure", json.dumps(job)], cwd=cwd,
+                            env={**os.environ, **env_extra}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out: dict = {}
+    reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), proc.communicate())))
+    reader.start()
+    peak_rss = peak_pss = most = 0
+    start = time.perf_counter()
+    while proc.poll() is None and time.perf_counter() - start < timeout:
+        pids = _tree(proc.pid)
+        sizes = [_resident(p) for p in pids]
+        peak_rss, peak_pss = max(peak_rss, sum(r for r, _ in sizes)), max(peak_pss, sum(p for _, p in sizes))
+        most = max(most, len(pids))
+        time.sleep(SAMPLE_SECONDS)
+    if proc.poll() is None:
+        proc.kill()
+        reader.join()
+        return {"error": f"timed out after {timeout:.0f} s"}
+    reader.join()
+    lines = out.get("stdout", "").strip().splitlines()
+    if proc.returncode or not lines:
+        return {"error": f"exit {proc.returncode}: {_exception_text(out.get('stderr', ''))}"}
+    return {**json.loads(lines[-1]), "tree_peak_rss_bytes": peak_rss, "tree_peak_pss_bytes": peak_pss,
+            "tree_processes": most}
 
 
 def _modules(name: str, resolution: int) -> tuple[dict[str, str], str, list[np.ndarray]]:
@@ -67,7 +130,7 @@ def measure_model(name: str, rounds: int, resolution: int, work: Path) -> dict[s
             job = {"engine": fields["engine"], "driver": fields.get("driver", ""), "vmfb": targets[fields["target"]],
                    "function": function, "inputs": str(work / "inputs.npz"), "outputs": str(work / "out.npz"),
                    "repeats": 3, "min_time": 0.05, "budget": 2.0, "threads": 0}
-            r = run_job(job, {"JITVM_CACHE_DIR": str(cache), **env}, 1800)
+            r = run_sampled(job, {"JITVM_CACHE_DIR": str(cache), **env}, 1800)
             samples.setdefault(label, []).append(r)
     return samples
 
@@ -88,9 +151,11 @@ def main(argv: list[str] | None = None) -> int:
             if errors:
                 print(f"  {label:34} ERROR {errors[0]}")
                 continue
-            peak = statistics.median(r["peak_rss_bytes"] for r in runs) / 1e6
+            peak, tree, pss = (statistics.median(r[k] for r in runs) / 1e6 for k in
+                               ("peak_rss_bytes", "tree_peak_rss_bytes", "tree_peak_pss_bytes"))
             load = statistics.median(r["load_s"] for r in runs)
-            print(f"  {label:34} peak RSS {peak:7.1f} MB   load {load:6.3f} s   (n={len(runs)})")
+            print(f"  {label:34} peak RSS {peak:7.1f} MB   tree RSS {tree:7.1f} PSS {pss:7.1f} MB   "
+                  f"({max(r['tree_processes'] for r in runs)} processes)   load {load:6.3f} s   (n={len(runs)})")
     print("load:", subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip())
     return 0
 

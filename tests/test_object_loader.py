@@ -233,7 +233,8 @@ def test_a_warm_load_imports_no_llvm_and_computes_what_mcjit_does(tmp_path):
     cold = json.loads(_run(PROBE_CNN, tmp_path, JITVM_TIER="full"))
     warm = json.loads(_run(PROBE_CNN, tmp_path, JITVM_TIER="full"))
     forced = json.loads(_run(PROBE_CNN, tmp_path, JITVM_TIER="full", **{objload.ENV: "0"}))
-    assert cold["asked_llvm"] == 1 and cold["llvm"]
+    # a cold load asks LLVM once, through the compile helper: not in this process (runtime.native.offload)
+    assert cold["asked_llvm"] == 1 and not cold["llvm"]
     assert warm == {**warm, "llvm": False, "llvm_after_call": False, "asked_llvm": 0} and warm["mapped"] > 0
     assert forced["mapped"] == 0 and forced["llvm"]
     assert cold["out"] == warm["out"] == forced["out"]

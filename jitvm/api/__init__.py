@@ -17,6 +17,7 @@ from ..fallback_interp import InterpreterBackend
 from ..frontend.module import load_module
 from ..lower import handoff
 from ..lower.backend import JitBackend
+from ..lower.llvm import compile_pool
 from ..runtime.exec.dispatch import runner_for
 from ..runtime.modules import CheckModule, HalModule, VmvxModule, register_hal_types
 from ..runtime.modules.hal.device import HalDevice
@@ -150,6 +151,8 @@ def load(source, backend: str = "jit", *, threads: int | None = None, trace=None
     """
     threads = _check_threads(threads)
     tier = _check_tier(tier)
+    if backend == "jit" and compiled is None:
+        compile_pool.offload_llvm(start_if_cold=True)  # LLVM's work on a helper worker, started early
     drivers = _drivers(driver)
     if threads is None and driver is not None and all(d == "local-sync" for d in drivers):
         threads = 1  # local-sync runs a dispatch on the calling thread

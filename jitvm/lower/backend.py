@@ -40,7 +40,7 @@ class JitBackend:
         # Loop optimisations to turn off, for measuring each one (bench/lowering_steps.py): the
         # fields of lower.steps.LoopSteps, and slp (the compiler).
         self.loop_steps = dict(loop_steps or {})
-        self.target = targets.host()
+        compile_pool.offload_llvm()  # LLVM's work on a compile worker: this process need not load libLLVM
         self._runner = None
         # Direct calls (not only dispatches) may split loop nests of at least this many
         # innermost iterations across a pool of their own: how the differential tests run
@@ -51,6 +51,12 @@ class JitBackend:
             # the runtime's own code too starts quickly; a detached tier-up optimises it for the next process
             engine.quick_start()
             handoff.register()
+
+    @property
+    def target(self):
+        """The host: asked when first needed (on a cold host the compile helper, started as
+        jitvm.load began, answers while the module is verified)."""
+        return targets.host()
 
     def call_pool(self):
         """The pool direct calls lend to their split loops (see split_calls_from), or None."""

@@ -102,7 +102,9 @@ class UnitBuilder:
         STATS["blocked_nests"] += lowered.blocked_nests
         meta = {"groups": [{"key": lowered.key, "symbols": {str(o): s for o, s in lowered.symbols.items()}}],
                 "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
-        return str(lowered), meta
+        text = str(lowered)
+        lowered.ir_module.discard()  # freed now, not at the next full garbage collection
+        return text, meta
 
     def build(self, units: list[Unit], tier: str, in_workers: bool = False) -> list[tuple]:
         """Lowers and compiles `units` at `tier` (build_tiers)."""

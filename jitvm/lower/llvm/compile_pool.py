@@ -12,13 +12,17 @@ first compile while it loads (`prestart`), so a first call does not wait for the
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import selectors
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 
-from ...runtime.native import target as targets
+from ...runtime.native import hostinfo, offload, target as targets
 
 _ROOT = str(Path(__file__).resolve().parents[3])  # the checkout holding the jitvm package
 _open: set = set()  # pools with workers; at exit they go (a background tier-up does not outlive us)
@@ -52,7 +56,8 @@ def take(processes: int, directory: Path, target: targets.Target, nice: int = 0)
 
 
 class CompilePool:
-    def __init__(self, processes: int, directory: Path | None, target: targets.Target, nice: int = 0):
+    def __init__(self, processes: int, directory: Path | None, target: targets.Target | None, nice: int = 0):
+        """`target` None: workers for this host that first print its description (Helper)."""
         self.directory = directory
         self._sel = selectors.DefaultSelector()
         self._idle: list[subprocess.Popen] = []
@@ -61,8 +66,8 @@ class CompilePool:
         self._options: dict[int, tuple] = {}  # job index -> (speed, codegen, slp)
         self.results: dict[int, bytes | None] = {}
         _open.add(self)
-        args = [sys.executable, "-m", "jitvm.lower.llvm.compile_worker", target.triple, target.cpu, target.features,
-                str(nice)]
+        machine = ("host",) * 3 if target is None else (target.triple, target.cpu, target.features)
+        args = [sys.executable, "-m", "jitvm.lower.llvm.compile_worker", *machine, str(nice)]
         for _ in range(processes):
             try:
                 p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -161,6 +166,112 @@ class CompilePool:
         self._busy.clear()
         self._sel.close()
         _open.discard(self)
+
+
+class Helper:
+    """One compile worker for the process's single jobs (runtime.native.offload.Helper): this
+    host's description, the runtime's own IR and a unit compiled alone go to it, one job at a
+    time, so this process never loads libLLVM. Started when first needed (or by `prepare`)
+    and kept until the process ends; a worker that fails or dies leaves the job to the caller."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._pool: CompilePool | None = None
+        self._directory: Path | None = None
+        self._description: dict | None = None
+        self._failed = False
+        self._jobs = 0
+
+    def prepare(self) -> None:
+        with self._lock:
+            self._start()
+
+    def _start(self) -> CompilePool | None:
+        if self._pid != os.getpid():  # a forked child: the worker and its pipes are its parent's
+            _open.discard(self._pool)
+            self._pid, self._pool, self._directory, self._description, self._failed = os.getpid(), None, None, None, False
+        if self._pool is None and not self._failed:
+            self._directory = Path(tempfile.mkdtemp(prefix="jitvm-helper-"))
+            self._pool = CompilePool(1, self._directory, None)
+            if not self._pool.workers:
+                self._stop()
+        return self._pool
+
+    def _ready(self) -> CompilePool | None:
+        """The started pool once its worker has said what this host is (None: no helper)."""
+        pool = self._start()
+        if pool is not None and self._description is None:
+            worker = pool._idle[0]
+            try:
+                self._description = json.loads(worker.stdout.readline())
+            except (OSError, ValueError):
+                self._stop()
+                return None
+        return self._pool
+
+    def _stop(self) -> None:
+        self._failed = True
+        if self._pool is not None:
+            for p in list(self._pool._idle) + list(self._pool._busy):
+                p.kill()
+            self._pool.close()
+            self._pool = None
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+
+    def host_description(self) -> dict | None:
+        with self._lock:
+            return self._description if self._ready() is not None else None
+
+    def compile_runtime(self, ir: str, opt: int) -> bytes | None:
+        return self.compile(ir, ("runtime", opt, False))
+
+    def compile(self, ir: str, options: tuple) -> bytes | None:
+        """Object code of `ir` for this host with `options` ((speed, codegen, slp) of
+        compiler.build_object, or ("runtime", opt, _)), or None: the caller compiles it."""
+        with self._lock:
+            pool = self._ready()
+            if pool is None:
+                return None
+            self._jobs += 1
+            job = self._jobs
+            pool.submit(job, ir, options)
+            obj = pool.finish().pop(job, None)
+            for path in pool._paths(job):
+                path.unlink(missing_ok=True)
+            if not pool.workers:
+                self._stop()
+            return obj
+
+
+_helper: Helper | None = None
+
+
+def offload_llvm(start_if_cold: bool = False) -> None:
+    """From now on this process's LLVM work goes to a helper worker (runtime.native.offload),
+    unless JITVM_COMPILE_HERE=1. `start_if_cold`: when this host's description is not
+    stored (the first load on this machine), the helper starts now, so its start overlaps
+    the caller's next steps rather than waiting when the description is asked."""
+    global _helper
+    if _helper is None and os.environ.get("JITVM_COMPILE_HERE", "0") != "1":
+        _helper = Helper()
+        offload.install(_helper)
+    if start_if_cold and _helper is not None and not hostinfo.known():
+        _helper.prepare()
+
+
+def helper(target: targets.Target) -> Helper | None:
+    """The helper compiling single jobs for `target`, or None (compile here)."""
+    return _helper if _helper is not None and target == targets.host() else None
+
+
+@atexit.register
+def _remove_helper_directory() -> None:
+    """At exit (its worker is killed with the open pools): without the helper's lock, which
+    a thread still compiling may hold."""
+    if _helper is not None and _helper._directory is not None:
+        shutil.rmtree(_helper._directory, ignore_errors=True)
 
 
 def processes() -> int:

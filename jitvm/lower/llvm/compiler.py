@@ -85,12 +85,14 @@ def build_jobs(jobs: Iterable[tuple[str, tuple]], count: int, target: targets.Ta
     not hold this process's LLVM), on a pool of worker processes (lower.llvm.compile_pool:
     llvmlite serializes LLVM calls within a process), handed out in the order given (the
     longest first packs the cores best), any job no worker compiled here."""
-    if count <= 1 and not in_workers:
-        return [build_object(text, target, *options) for text, options in jobs]
+    from .compile_pool import helper, processes, take
+
+    if count <= 1 and not in_workers:  # on the process's helper worker if it has one (compile_pool.Helper)
+        alone = helper(target)
+        return [(alone.compile(text, options) if alone else None) or build_object(text, target, *options)
+                for text, options in jobs]
     import tempfile
     from pathlib import Path
-
-    from .compile_pool import processes, take
 
     with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
         pool = take(max(1, min(processes(), count)), Path(tmp), target, BACKGROUND_NICE if in_workers else 0)

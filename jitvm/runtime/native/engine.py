@@ -22,7 +22,7 @@ from typing import Iterable, Mapping
 
 import llvmlite
 
-from . import cache, clib, objload, symtab, target as targets
+from . import cache, clib, objload, offload, symtab, target as targets
 
 STATS: Counter = Counter()  # runtime_compiled, runtime_cache_hits: the runtime's own native code
 RUNTIME_KEYS: set[str] = set()  # the code-store keys of the runtime code this process loaded (bundles need them)
@@ -143,7 +143,14 @@ def _object_code(ir: str, host, opt: int) -> bytes:
 
 
 def compile_object(ir: str, host, opt: int) -> bytes:
-    """Object code of runtime IR text `ir` for `host` at `opt` (what the store keeps)."""
+    """Object code of runtime IR text `ir` for `host` at `opt` (what the store keeps): from
+    the JIT's compile worker when there is one (runtime.native.offload), else compiled here."""
+    obj = offload.compile_runtime(ir, opt) if host == targets.host() else None
+    return obj if obj is not None else compile_here(ir, host, opt)
+
+
+def compile_here(ir: str, host, opt: int) -> bytes:
+    """`compile_object` in this process (what a compile worker runs for it)."""
     llvm = bindings()
     with _lock:
         mod = llvm.parse_assembly(ir)

@@ -65,6 +65,11 @@ def description(probe: Callable[[], dict[str, str]]) -> dict[str, str]:
         return _description
 
 
+def known() -> bool:
+    """Whether `description` costs no probe: answered before in this process, or stored."""
+    return _description is not None or cache.contains(record_key())
+
+
 def adopt(bundle) -> None:
     """Takes this host's description from `bundle` (runtime.native.bundle.Bundle: its entries
     are checked against their digests) when it holds one under this host's key, before the

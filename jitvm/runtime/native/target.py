@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from . import hostinfo, hwcaps
+from . import hostinfo, hwcaps, offload
 
 
 def binding():
@@ -57,18 +57,24 @@ class Target:
 def host() -> Target:
     """The machine this process runs on. On arm64 Linux its features are the kernel's hwcaps
     (runtime.native.hwcaps: what IREE reads), not LLVM's reading of /proc/cpuinfo."""
-    d = hostinfo.description(_ask_llvm)
+    d = hostinfo.description(_ask)
     return Target(d["triple"], d["cpu"], d["features"])
 
 
 def llvm_version() -> str:
     """The version of the LLVM this process compiles with ("22.1.0"), as the cache keys spell it."""
-    return hostinfo.description(_ask_llvm)["llvm"]
+    return hostinfo.description(_ask)["llvm"]
 
 
 def host_features() -> dict[str, bool]:
     """The host's features as LLVM names them: name -> enabled (from `host().features`)."""
     return {f[1:]: f[0] == "+" for f in host().features.split(",") if f[:1] in "+-" and len(f) > 1}
+
+
+def _ask() -> dict[str, str]:
+    """LLVM's answer about this host: from the JIT's compile worker when there is one
+    (runtime.native.offload: this process need not load libLLVM), else from here."""
+    return offload.host_description() or _ask_llvm()
 
 
 def _ask_llvm() -> dict[str, str]:
