@@ -15,10 +15,8 @@ import atexit
 import json
 import os
 import selectors
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
@@ -192,6 +190,8 @@ class Helper:
             _open.discard(self._pool)
             self._pid, self._pool, self._directory, self._description, self._failed = os.getpid(), None, None, None, False
         if self._pool is None and not self._failed:
+            import tempfile  # here: a warm load never needs it
+
             self._directory = Path(tempfile.mkdtemp(prefix="jitvm-helper-"))
             self._pool = CompilePool(1, self._directory, None)
             if not self._pool.workers:
@@ -217,8 +217,7 @@ class Helper:
                 p.kill()
             self._pool.close()
             self._pool = None
-        if self._directory is not None:
-            shutil.rmtree(self._directory, ignore_errors=True)
+        _remove(self._directory)
 
     def host_description(self) -> dict | None:
         with self._lock:
@@ -270,8 +269,15 @@ def helper(target: targets.Target) -> Helper | None:
 def _remove_helper_directory() -> None:
     """At exit (its worker is killed with the open pools): without the helper's lock, which
     a thread still compiling may hold."""
-    if _helper is not None and _helper._directory is not None:
-        shutil.rmtree(_helper._directory, ignore_errors=True)
+    if _helper is not None:
+        _remove(_helper._directory)
+
+
+def _remove(directory: Path | None) -> None:
+    if directory is not None:
+        import shutil
+
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def processes() -> int:
