@@ -66,9 +66,9 @@ def helper():
 
 
 def test_helper_gives_what_this_process_would(helper):
-    from jitvm.runtime.native.target import _ask_llvm
+    from jitvm.runtime.native.target import ask_llvm
 
-    assert helper.host_description() == _ask_llvm()
+    assert helper.host_description() == ask_llvm()
     host = targets.host()
     assert helper.compile_runtime(IR, 2) == engine.compile_here(IR, host, 2)
     assert helper.compile_runtime(IR, 0) == engine.compile_here(IR, host, 0)

@@ -259,7 +259,7 @@ def test_code_compiled_after_a_mapped_module_links_against_its_exports(tmp_path)
 
 def test_the_host_description_is_stored_and_a_damaged_record_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path))
-    want = targets._ask_llvm()
+    want = targets.ask_llvm()
     probes = []
 
     def probe():

@@ -62,26 +62,20 @@ def _estimate(vf) -> tuple[int, int]:
 def trip_count(vf, loop) -> int | None:
     """The loop's static trip count (lower.loops.analysis), else the one its start, bound and
     step registers hold when last written before its header; None if unknown."""
-    from .loops.analysis import static_trips
+    from .loops.analysis import static_trips, trips_of
 
     trips = static_trips(vf, loop)
     if trips is not None:
         return trips
     at = vf.blocks[loop.header].first
-    return _trips(*(_value_before(vf, at, x) for x in (loop.start or ("const", 0), loop.bound, loop.step)))
-
-
-def _trips(start, bound, step) -> int | None:
-    if start is None or bound is None or step is None or step <= 0:
-        return None
-    return max(0, -(-(bound - start) // step))
+    return trips_of(*(_value_before(vf, at, x) for x in (loop.start or ("const", 0), loop.bound, loop.step)))
 
 
 def _plain_trips(vf, header: int, latch: int) -> int | None:
     """The trip count of a loop the nest analysis declined: its header compares `iv < bound`
     (entering the body next), one add in the loop steps iv, and iv, the bound and the step
     are known before the header."""
-    from .loops.analysis import COND_BR, LOOP_TEST, STEP
+    from .loops.analysis import COND_BR, LOOP_TEST, STEP, trips_of
 
     h = vf.blocks[header]
     term = vf.instructions[h.last]
@@ -106,7 +100,7 @@ def _plain_trips(vf, header: int, latch: int) -> int | None:
     if any(step in writes[i] or step + 1 in writes[i] for i in region):
         return None
     at = h.first
-    return _trips(*(_value_before(vf, at, ("reg", "i64", r)) for r in (iv, bound, step)))
+    return trips_of(*(_value_before(vf, at, ("reg", "i64", r)) for r in (iv, bound, step)))
 
 
 def _value_before(vf, at: int, expr) -> int | None:

@@ -36,11 +36,11 @@ def main(argv: list[str]) -> int:
             pass
     from .compiler import build_object
     from ...runtime.native import engine
-    from ...runtime.native.target import Target, _ask_llvm
+    from ...runtime.native.target import Target, ask_llvm
 
     helper = triple == "host"
     if helper:
-        d = _ask_llvm()
+        d = ask_llvm()
         triple, cpu, features = d["triple"], d["cpu"], d["features"]
         sys.stdout.write(json.dumps(d) + "\n")
         sys.stdout.flush()

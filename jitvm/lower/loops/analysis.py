@@ -241,7 +241,12 @@ def static_trips(vf, loop: Loop) -> int | None:
     """A loop's trip count when its start, bound and step are constants or entry-block
     constant registers (the root loop's start, a register, taken as 0), else None."""
     known = entry_constants(vf)
-    start, bound, step = (constant_value(vf, x, known) for x in (loop.start or ("const", 0), loop.bound, loop.step))
+    return trips_of(*(constant_value(vf, x, known) for x in (loop.start or ("const", 0), loop.bound, loop.step)))
+
+
+def trips_of(start: int | None, bound: int | None, step: int | None) -> int | None:
+    """Iterations of `for iv = start; iv < bound; iv += step`, or None when a value is
+    unknown or the step is not positive."""
     if start is None or bound is None or step is None or step <= 0:
         return None
     return max(0, -(-(bound - start) // step))

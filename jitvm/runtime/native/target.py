@@ -74,10 +74,10 @@ def host_features() -> dict[str, bool]:
 def _ask() -> dict[str, str]:
     """LLVM's answer about this host: from the JIT's compile worker when there is one
     (runtime.native.offload: this process need not load libLLVM), else from here."""
-    return offload.host_description() or _ask_llvm()
+    return offload.host_description() or ask_llvm()
 
 
-def _ask_llvm() -> dict[str, str]:
+def ask_llvm() -> dict[str, str]:
     """What `host` and `llvm_version` answer, from LLVM (runtime.native.hostinfo stores it)."""
     initialize_llvm()
     arm64 = hwcaps.host_features()
