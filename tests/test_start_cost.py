@@ -69,3 +69,15 @@ def test_run_once_code_is_compiled_to_python_once_per_store(tmp_path):
             .stdout.split() for _ in range(2)]
     assert runs[0][0] != "0" and runs[0][1] == "0"
     assert runs[1] == ["0", runs[0][0]]
+
+
+def test_dataclasses_a_load_creates_have_docstrings():
+    """A dataclass without a docstring gets one made from `inspect.signature` when it is
+    created: some 0.6 ms each at import, a third of what a warm load spent on dataclasses."""
+    code = ("import dataclasses, sys, jitvm.api\n"
+            "print(*sorted(f'{c.__module__}.{c.__qualname__}' for m in list(sys.modules.values())\n"
+            "      if m.__name__.startswith('jitvm') for c in vars(m).values()\n"
+            "      if isinstance(c, type) and c.__module__ == m.__name__ and dataclasses.is_dataclass(c)\n"
+            "      and '__doc__' in vars(c) and c.__doc__.startswith(c.__name__ + '(')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == []

@@ -32,6 +32,8 @@ SCALAR_TYPES = {"i1": ("int", 1), "i8": ("int", 8), "i16": ("int", 16), "i32": (
 
 @dataclass(frozen=True)
 class ValueDecl:
+    """One argument or result of an `iree.abi.declaration`."""
+
     name: str  # "%input0"
     type: str  # as written: "tensor<2x?xf32>", "i32", "!hal.fence"
     shape: tuple[int | None, ...] | None = None  # tensors only; None dims are dynamic
@@ -57,6 +59,8 @@ class ValueDecl:
 
 @dataclass(frozen=True)
 class Declaration:
+    """A function's parsed `iree.abi.declaration`: its inputs and outputs."""
+
     text: str
     is_async: bool
     name: str

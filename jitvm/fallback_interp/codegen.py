@@ -55,6 +55,8 @@ class CodegenError(UnsupportedError):
 
 @dataclass
 class GeneratedModule:
+    """The interpreter's Python for one module, with what binding it needs."""
+
     source: str
     filename: str
     namespace: dict  # module-level names of the generated code

@@ -29,6 +29,8 @@ class Span:
 
 @dataclass(frozen=True)
 class CallingConvention:
+    """A parsed calling convention string: argument and result codes."""
+
     text: str
     args: tuple  # of str (one code) or Span
     results: tuple[str, ...]

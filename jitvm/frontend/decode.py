@@ -54,6 +54,8 @@ def any_reg(raw: int) -> Reg:
 
 @dataclass(frozen=True, slots=True)
 class Instruction:
+    """One decoded instruction: its op and an operand per field."""
+
     pc: int  # offset of the first opcode byte within the function
     size: int
     op: Op

@@ -107,6 +107,8 @@ class Sem(NamedTuple):
 
 @dataclass(frozen=True)
 class Field:
+    """One operand of an instruction encoding."""
+
     name: str
     kind: str
     bank: str | None = None  # register bank / immediate type / list element type
@@ -116,6 +118,8 @@ class Field:
 
 @dataclass(frozen=True)
 class Op:
+    """One opcode: its encoding, dump form and what the verifier and backends know of it."""
+
     name: str  # mnemonic without the "vm." prefix: "add.i32"
     opset: str  # CORE, EXT_F32, EXT_F64
     code: int
@@ -183,6 +187,8 @@ _FORM_TOKEN = re.compile(r"\{\{|\}\}|\{(\w+)(=?)( ?)(?::(\w+))?\}")
 
 @dataclass(frozen=True)
 class FormField:
+    """A placeholder of a dump template."""
+
     name: str  # a field name, "mnemonic" or "block"
     mode: str  # "plain"; "prefix" ({x=}: "x = " when x is present); "suffix" ({x= }: " x")
     spec: str | None  # rendering hint after a colon ("hex32", "size", ...)

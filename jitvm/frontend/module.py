@@ -31,6 +31,8 @@ def feature_names(bits: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Signature:
+    """A function's or import's calling convention and its reflection attributes."""
+
     cconv: CallingConvention
     attrs: tuple[tuple[str, str], ...] = ()
 
@@ -40,6 +42,8 @@ class Signature:
 
 @dataclass(frozen=True)
 class Dependency:
+    """A module this one needs at least `minimum_version` of (unless optional)."""
+
     name: str
     minimum_version: int
     optional: bool
@@ -47,6 +51,8 @@ class Dependency:
 
 @dataclass(frozen=True)
 class Import:
+    """A function imported from another module, by full name ("hal.buffer.assert")."""
+
     ordinal: int
     name: str  # "hal.buffer.assert"
     signature: Signature
@@ -59,6 +65,8 @@ class Import:
 
 @dataclass(frozen=True)
 class Export:
+    """A name under which an internal function is exported."""
+
     ordinal: int
     name: str
     internal_ordinal: int
@@ -66,6 +74,8 @@ class Export:
 
 @dataclass(frozen=True)
 class RodataSegment:
+    """A read-only data segment: embedded in the FlatBuffer or external in the archive."""
+
     ordinal: int
     external: bool
     offset: int  # file offset of the first byte (embedded or external)
@@ -84,6 +94,8 @@ class RodataSegment:
 
 @dataclass(frozen=True)
 class FunctionDescriptor:
+    """Where a function's bytecode lies and what it needs (registers, blocks, features)."""
+
     ordinal: int
     bytecode_offset: int
     bytecode_length: int
@@ -95,6 +107,8 @@ class FunctionDescriptor:
 
 @dataclass(frozen=True)
 class FileLineCol:
+    """A source location of the debug database."""
+
     filename: str
     line: int
     column: int
@@ -105,24 +119,32 @@ class FileLineCol:
 
 @dataclass(frozen=True)
 class CallSite:
+    """A debug location inlined at another: callee's and caller's location indices."""
+
     callee: int
     caller: int
 
 
 @dataclass(frozen=True)
 class Fused:
+    """Several debug locations that make one."""
+
     metadata: str | None
     locations: tuple[int, ...]
 
 
 @dataclass(frozen=True)
 class NameLoc:
+    """A named debug location wrapping another."""
+
     name: str
     child: int
 
 
 @dataclass(frozen=True)
 class DebugDatabase:
+    """The module's debug locations, function names and per-function source maps."""
+
     locations: tuple  # index -> FileLineCol | CallSite | Fused | NameLoc | None
     function_names: tuple[str | None, ...]
     function_locations: tuple[tuple[tuple[int, int], ...], ...]  # per function: (pc, location)

@@ -15,6 +15,8 @@ from .flatbuf import Table, union_tables
 
 @dataclass(frozen=True)
 class Field:
+    """One field of a FlatBuffer table, in declaration order."""
+
     name: str
     kind: str  # scalar kind ("u32", ...), "string", "bytes", "table", "tables", "structs", "unions"
     sub: object = None  # TableSchema, struct layout, or {tag: TableSchema} for unions
@@ -23,6 +25,8 @@ class Field:
 
 @dataclass(frozen=True)
 class TableSchema:
+    """A FlatBuffer table's fields and their vtable slots."""
+
     name: str
     fields: tuple[Field, ...]
     slots: dict = field(default_factory=dict, compare=False)

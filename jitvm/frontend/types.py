@@ -26,6 +26,8 @@ def known_ref_types() -> frozenset[str]:
 
 @dataclass(frozen=True)
 class VmType:
+    """An entry of the module's type table."""
+
     name: str  # as written: "i32", "!vm.list<!vm.buffer>", "!hal.device"
     kind: str  # "value", "ref" or "opaque" (!vm.opaque: any ref)
     value: str | None = None  # for values: "i8" ... "f64"

@@ -12,6 +12,8 @@ from dataclasses import dataclass, fields
 
 @dataclass(frozen=True)
 class LoopSteps:
+    """Which of the loop optimiser's steps run (each can be turned off to compare)."""
+
     version_loops: bool = True  # guarded copies of loop nests without per-access checks
     jam_loops: bool = True  # unroll-and-jam in those copies (lower.loops.jam)
     jam_outer: bool = True  # ... of the jammed loop's parent too: register blocking

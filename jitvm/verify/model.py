@@ -20,6 +20,8 @@ _SEAL = object()  # only the verifier constructs verified objects
 
 @dataclass(frozen=True)
 class Block:
+    """A basic block: its marker and the instructions up to its terminator."""
+
     index: int
     pc: int  # pc of the block marker
     first: int  # index of the marker in VerifiedFunction.instructions
@@ -40,6 +42,8 @@ class CallSite:
 
 @dataclass(frozen=True, eq=False)
 class VerifiedFunction:
+    """A function the verifier accepted: decoded, split into blocks, calls resolved."""
+
     module: "VerifiedModule" = field(repr=False)
     ordinal: int
     name: str  # display name: debug name, export name or "<module>:<ordinal>"
@@ -64,6 +68,8 @@ class VerifiedFunction:
 
 @dataclass(frozen=True, eq=False)
 class VerifiedModule:
+    """A module the verifier accepted, with its type table and verified functions."""
+
     module: BytecodeModule = field(repr=False)
     types: tuple[VmType, ...]  # the resolved type table
     features: int  # feature bits this runtime provided at verification

@@ -444,6 +444,8 @@ VARIANT_REF = 15
 
 @dataclass(frozen=True)
 class FieldInfo:
+    """A struct field's position, byte offset and type."""
+
     name: str
     index: int  # position in the struct (LLVM GEP index)
     offset: int  # byte offset

@@ -41,6 +41,8 @@ def initialize_llvm() -> None:
 
 @dataclass(frozen=True)
 class Target:
+    """What native code is compiled for: triple, CPU name and features."""
+
     triple: str
     cpu: str
     features: str

@@ -29,6 +29,8 @@ MAX_FRAMES = 32
 
 @dataclass(frozen=True)
 class TrapKind:
+    """A kind of trap native code records: its status and message."""
+
     code: int
     status: str  # IREE status name
     template: str  # str.format template over args[0..3] and {message} (and {inner}: the wrapped failure's text)

@@ -55,6 +55,8 @@ def _require(buffer: HalBuffer | None, what: str) -> HalBuffer:
 
 @dataclass(frozen=True)
 class FillCommand:
+    """A recorded fill of a buffer range with a pattern."""
+
     target: BufferRef
     pattern: int
     pattern_length: int
@@ -66,6 +68,8 @@ class FillCommand:
 
 @dataclass(frozen=True)
 class UpdateCommand:
+    """A recorded write of host bytes into a buffer."""
+
     target: BufferRef
     data: bytes  # captured when recorded, like IREE
 
@@ -76,6 +80,8 @@ class UpdateCommand:
 
 @dataclass(frozen=True)
 class CopyCommand:
+    """A recorded copy between buffers."""
+
     source: BufferRef
     target: BufferRef
 
@@ -87,6 +93,8 @@ class CopyCommand:
 
 @dataclass(frozen=True)
 class DispatchCommand:
+    """A recorded dispatch of an executable's entry point."""
+
     executable: Ref
     function_id: int
     workgroup_count: tuple[int, int, int] | None  # None: read from `workgroups` when executed
