@@ -3,6 +3,7 @@ they are lowered; whatever the workers do, every group comes back as its own obj
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
@@ -41,12 +42,12 @@ def test_groups_no_worker_compiles_are_compiled_in_process(monkeypatch, tmp_path
     else:  # a worker answering "fail": its jobs' IR cannot be read where it looks
         fake = tmp_path / "fake_worker.py"
         fake.write_text("import sys\nfor line in sys.stdin:\n    print('fail', flush=True)\n")
-        real_popen = compile_pool.subprocess.Popen
+        real_popen = subprocess.Popen
 
         def popen(args, **kw):
             return real_popen([sys.executable, str(fake)], **kw)
 
-        monkeypatch.setattr(compile_pool.subprocess, "Popen", popen)
+        monkeypatch.setattr(subprocess, "Popen", popen)  # compile_pool imports it when starting workers
     assert _build(texts) == local
 
 

@@ -45,8 +45,9 @@ LOWERING = ["jitvm.lower.module", "jitvm.lower.emit", "jitvm.lower.loops"]
 # what neither a load nor a call of a VMVX program without parameters needs: the disassembler
 # (verification messages), the ELF reader (llvm-cpu executables), parameter archives
 UNUSED = ["jitvm.frontend.disasm", "jitvm.runtime.modules.hal.elf", "jitvm.runtime.modules.io_parameters"]
-# what only compiling needs of the standard library (the compile pool's and helper's directories)
-COMPILING_ONLY = ["tempfile", "shutil"]
+# what only compiling needs of the standard library (the compile pool's and helper's directories,
+# their workers and the detached tier-up's: subprocess brings selectors, signal and locale)
+COMPILING_ONLY = ["tempfile", "shutil", "subprocess", "selectors"]
 
 
 def test_a_warm_load_imports_none_of_the_lowering(tmp_path):
@@ -56,7 +57,7 @@ def test_a_warm_load_imports_none_of_the_lowering(tmp_path):
            "m.predict(np.zeros((1, 28, 28, 1), np.float32))"
     env = {"JITVM_CACHE_DIR": str(tmp_path)}
     assert _imported_after(code, LOWERING, env) == [True, True, True]  # an empty store: compiled
-    assert _imported_after(code, LOWERING + UNUSED + COMPILING_ONLY, env) == [False] * 8  # found
+    assert _imported_after(code, LOWERING + UNUSED + COMPILING_ONLY, env) == [False] * 10  # found
 
 
 def test_run_once_code_is_compiled_to_python_once_per_store(tmp_path):
@@ -81,3 +82,20 @@ def test_dataclasses_a_load_creates_have_docstrings():
             "      and '__doc__' in vars(c) and c.__doc__.startswith(c.__name__ + '(')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == []
+
+
+def test_a_warm_load_reads_no_memory_maps(tmp_path):
+    """Releasing memory at the end of a load scans the process's maps for LLVM's library
+    (2-3 ms): not in a process that never loaded it."""
+    code = ("import sys, jitvm\nfrom jitvm.runtime.native import memory\nscans = []\n"
+            "scan = memory.clean_readonly_ranges\n"
+            "memory.clean_readonly_ranges = lambda *a: scans.append(1) or scan(*a)\n"
+            f"jitvm.load({str(CNN)!r}, tier='baseline')\n"
+            "print(len(scans), 'llvmlite.binding' in sys.modules)")
+    env = {**os.environ, "JITVM_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+            .stdout.split() for _ in range(2)]
+    assert runs[1] == ["0", "False"]  # the first process filled the store (LLVM in its helper or here)
+    code = "import llvmlite.binding\nfrom jitvm.runtime.native import memory\nmemory.release()\nprint(bool(memory._ranges))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() \
+        == ["True"]  # once LLVM is loaded, its pages are found

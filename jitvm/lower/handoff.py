@@ -22,7 +22,6 @@ import fcntl
 import json
 import mmap
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -124,6 +123,8 @@ def hand_over(executables, runtime: dict | None = None) -> int | None:
         os.write(fd, json.dumps(job).encode())
         os.replace(tmp, final)
         env = {**os.environ, ENV: "0", "JITVM_CACHE_DIR": job["cache_dir"]}
+        import subprocess  # here: most processes hand nothing off
+
         try:
             p = subprocess.Popen([sys.executable, "-m", _worker[0], str(final)], cwd=_ROOT, env=env,
                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

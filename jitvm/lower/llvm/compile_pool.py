@@ -14,8 +14,6 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import selectors
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -56,6 +54,9 @@ def take(processes: int, directory: Path, target: targets.Target, nice: int = 0)
 class CompilePool:
     def __init__(self, processes: int, directory: Path | None, target: targets.Target | None, nice: int = 0):
         """`target` None: workers for this host that first print its description (Helper)."""
+        import selectors  # here: a process that only maps stored code starts no workers
+        import subprocess
+
         self.directory = directory
         self._sel = selectors.DefaultSelector()
         self._idle: list[subprocess.Popen] = []
@@ -145,6 +146,8 @@ class CompilePool:
         p.wait()
 
     def close(self) -> None:
+        import subprocess  # imported by __init__ already
+
         for p in list(self._idle) + list(self._busy):
             try:
                 self._sel.unregister(p.stdout)

@@ -22,6 +22,7 @@ import ctypes
 import mmap
 import os
 import platform
+import sys
 import threading
 
 import numpy as np
@@ -77,9 +78,15 @@ def _c_library():
     return _libc
 
 
+def _llvm_loaded() -> bool:
+    """Whether LLVM's library is mapped: llvmlite's bindings load it when imported, and a
+    process that only mapped stored code never imports them (nothing to scan the maps for)."""
+    return "llvmlite.binding" in sys.modules
+
+
 def release() -> bool:
     """Drops LLVM's clean read-only pages and trims the C heap; whether it did. The
-    mappings are found once (about 2 ms) and kept: not writable,
+    mappings are found once LLVM is loaded (about 2 ms) and kept: not writable,
     they cannot gain anonymous pages later."""
     global _ranges
     if not enabled():
@@ -87,7 +94,7 @@ def release() -> bool:
     with _lock:
         try:
             libc = _c_library()
-            if not _ranges:
+            if not _ranges and _llvm_loaded():
                 _ranges = [(start, end) for start, end, _rss in clean_readonly_ranges()]
             for start, end in _ranges:
                 libc.madvise(start, end - start, mmap.MADV_DONTNEED)
