@@ -99,3 +99,14 @@ def test_a_warm_load_reads_no_memory_maps(tmp_path):
     code = "import llvmlite.binding\nfrom jitvm.runtime.native import memory\nmemory.release()\nprint(bool(memory._ranges))"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() \
         == ["True"]  # once LLVM is loaded, its pages are found
+
+
+def test_a_load_pauses_the_garbage_collector():
+    """Importing the runtime and loading make objects that live on: the collector's passes
+    over them (40-odd in a CNN load) are put off until the load returns, and it is left on
+    or off as the caller had it."""
+    code = ("import gc, jitvm\npasses = []\ngc.callbacks.append(lambda phase, info: passes.append(phase))\n"
+            f"jitvm.load({str(CNN)!r}, backend='interp')\nprint(len(passes), gc.isenabled())\n"
+            f"gc.disable()\njitvm.load({str(CNN)!r}, backend='interp')\nprint(gc.isenabled())")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() \
+        == ["0", "True", "False"]
