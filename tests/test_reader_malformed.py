@@ -144,3 +144,20 @@ def test_random_mutations_and_truncations_of_a_real_module(small_module, data):
         buf[at] = data.draw(st.integers(0, 255))
     cut = data.draw(st.one_of(st.just(len(buf)), st.integers(0, len(buf))))
     only_format_errors(bytes(buf[:cut]))
+
+
+def test_decoded_instructions_are_what_their_constructor_makes(small_module):
+    """Decoding builds instructions without the frozen dataclass's __init__ and shares
+    registers: what it makes must still be equal, immutable and hash alike."""
+    import dataclasses
+
+    from jitvm.frontend.decode import Instruction, Reg, make_reg
+
+    m = load_module(small_module)
+    for i in range(len(m.functions)):
+        for ins in decode_function(m.function_bytes(i)):
+            made = Instruction(ins.pc, ins.size, ins.op, ins.args)
+            assert ins == made and hash(ins) == hash(made) and repr(ins) == repr(made)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                ins.pc = 0
+    assert make_reg("ref", 0xC005) == Reg("ref", 5, True, 0xC005) and make_reg("f32", 7) is make_reg("f32", 7)
