@@ -210,6 +210,9 @@ def _field_reader(f: isa.Field):
 
 
 _READERS: dict[Op, tuple] = {op: tuple(_field_reader(f) for f in op.fields) for op in isa.OPS.values()}
+# (op, its readers) by opcode, as isa.CORE_OPS and isa.EXT_OPS: no Op hashed per instruction
+_CORE = [None if op is None else (op, _READERS[op]) for op in isa.CORE_OPS]
+_EXT = {prefix: [None if op is None else (op, _READERS[op]) for op in table] for prefix, table in isa.EXT_OPS.items()}
 
 
 def _instruction(pc: int, size: int, op: Op, args: tuple) -> Instruction:
@@ -230,16 +233,17 @@ _set_pc, _set_size, _set_op, _set_args = (getattr(Instruction, f).__set__ for f 
 def decode_one(r: _Reader) -> Instruction:
     start = r.start = r.pc
     code = r.data[r.need(1, "opcode")]
-    op = isa.CORE_OPS[code]
-    if op is None:
-        table = isa.EXT_OPS.get(code)
+    entry = _CORE[code]
+    if entry is None:
+        table = _EXT.get(code)
         if table is None:
             raise r.fail(f"unknown opcode 0x{code:02X}")
         ext = r.data[r.need(1, "extension opcode")]
-        op = table[ext]
-        if op is None:
+        entry = table[ext]
+        if entry is None:
             raise r.fail(f"unknown {isa.SET_OF_PREFIX[code].upper()} opcode 0x{ext:02X}")
-    args = tuple([read(r) for read in _READERS[op]])
+    op, readers = entry
+    args = tuple([read(r) for read in readers])
     return _instruction(start, r.pc - start, op, args)
 
 
