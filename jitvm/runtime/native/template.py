@@ -83,14 +83,16 @@ def render_text(text: str, values: dict, origin: str = "<template>") -> str:
             keep = flag != bool(condition[1])
             line = line[condition.end():]
         body = line.rstrip("\n")
-        if "${" in _PLACEHOLDER.sub("", body):
+        parts = _PLACEHOLDER.split(body)  # text, placeholder, text, ..., text
+        if "${" in "".join(parts[::2]):
             raise TemplateError(f"{where}: malformed placeholder in {body.strip()!r}")
-        whole = _PLACEHOLDER.fullmatch(body)
-        if whole:
-            block = _resolve(whole[1], values, used, where)
+        if len(parts) == 3 and not parts[0] and not parts[2]:  # the placeholder alone: a block
+            block = _resolve(parts[1], values, used, where)
             rendered = block.removesuffix("\n") + line[len(body):] if block else ""
         else:
-            rendered = _PLACEHOLDER.sub(lambda m: _inline(_resolve(m[1], values, used, where), where), line)
+            for k in range(1, len(parts), 2):
+                parts[k] = _inline(_resolve(parts[k], values, used, where), where)
+            rendered = "".join(parts) + line[len(body):]
         if keep:
             out.append(rendered)
     unused = set(values) - used

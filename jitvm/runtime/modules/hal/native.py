@@ -95,9 +95,14 @@ def _strings() -> dict[str, str]:
     return out
 
 
+# How each byte appears in an LLVM string constant: printable ASCII as itself, but for `"`
+# and `\`; everything else as \XX.
+_STRING_BYTE = [chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in range(256)]
+
+
 def _string_global(name: str, text: str) -> str:
     data = text.encode() + b"\0"
-    body = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in data)
+    body = "".join([_STRING_BYTE[c] for c in data])
     return f'@s.{name} = private unnamed_addr constant [{len(data)} x i8] c"{body}"'
 
 
