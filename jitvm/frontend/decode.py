@@ -47,14 +47,19 @@ def _new_reg(bank: str, raw: int) -> Reg:
 
 class _Registers(dict):
     """One bank's registers by encoded u16, each made once: a function names few registers
-    many times, and a Reg is immutable."""
+    many times, and a Reg is immutable. At most LIMIT are kept (random bytes, as a fuzzer
+    feeds, would otherwise fill all 65,536)."""
+
+    LIMIT = 4096
 
     def __init__(self, bank: str):
         super().__init__()
         self.bank = bank
 
     def __missing__(self, raw: int) -> Reg:
-        reg = self[raw] = _new_reg(self.bank, raw)
+        reg = _new_reg(self.bank, raw)
+        if len(self) < self.LIMIT:
+            self[raw] = reg
         return reg
 
 
