@@ -79,8 +79,10 @@ class JitBackend:
         code does not wait for the probe)."""
         if compiler.has_loops(loaded.verified):
             vector = vector_math.available() if probe else bool(vector_math.known())
+            # (deferred checked copies need a lazy executable's stub: lower.deferred)
+            steps = {k: v for k, v in self.loop_steps.items() if k != "defer_checked"}
             return {"speed": self.speed, "codegen": 2, "vector_math": vector,
-                    "wide_vectors": targets.wide_vectors(self.target), **self.loop_steps}
+                    "wide_vectors": targets.wide_vectors(self.target), **steps}
         return {"speed": 1, "codegen": 0}
 
     def known_options(self, loaded: LoadedModule) -> dict | None:

@@ -34,7 +34,7 @@ from ..runtime.exec import runner as dispatch_runner
 from ..runtime.native import cache as store, engine, memory, template
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import instance_of_state
-from . import handoff
+from . import deferred, handoff
 from .executable import STATS, JitExecutable, _Progress
 from .llvm import compile_pool, compiler, loader
 from .unit_build import Unit, UnitBuilder
@@ -251,9 +251,12 @@ class LazyExecutable(JitExecutable):
         """Links the units' code into this process and points their cells at it."""
         if not built:
             return
+        if any(meta.get("deferred") for _unit, _tier, _objects, meta in built):
+            deferred.stub_address()  # what their cells hold until a guard fails
         code = loader.load([obj for _unit, _tier, objects, _meta in built for obj in objects])
         self._modules.append(code)
         for unit, tier, _objects, meta in built:
+            deferred.register(self, code, meta.get("deferred", ()))
             for group in meta["groups"]:
                 self._fill_type_table(group["key"], code)
                 unit.symbols = {int(o): s for o, s in group["symbols"].items()}

@@ -73,7 +73,7 @@ class UnitBuilder:
             # 4 x 32: a third fewer copies), through O1 with the SLP vectoriser; vector math
             # only if already known (the probe costs a cold first call some 0.2 s)
             full = self._unprobed_full() if callable(self._full) and self._unprobed_full else self.full_options
-            return {**full, "speed": compiler.MIDDLE, "wide_vectors": False}
+            return {**full, "speed": compiler.MIDDLE, "wide_vectors": False, "defer_checked": True}
         if self._loops(unit):
             # guarded nests without checks; libm calls stay plain (no vectoriser at this speed
             # to use vector forms). The baseline has none of the jammed copies; "jammed" has
@@ -85,8 +85,10 @@ class UnitBuilder:
             # its copies (still fast instruction selection): about twice the jammed tier's
             # compile time, code about 4x faster (lower.lazy.FIRST_TIERS)
             jammed = tier in ("jammed", "jammed_slp")
-            quick = {"speed": compiler.BASELINE, "codegen": 0, **self.loop_steps, "jam_loops": jammed,
-                     "vector_math": False, "scope_buffers": False}
+            # checked copies compiled only if a guard fails (lower.loops.outline): a fifth of
+            # a quick tier's compile time
+            quick = {"speed": compiler.BASELINE, "codegen": 0, "defer_checked": True, **self.loop_steps,
+                     "jam_loops": jammed, "vector_math": False, "scope_buffers": False}
             if tier == "jammed_slp":
                 return {**quick, "narrow_jam": True, "speed": compiler.MIDDLE}
             return {**quick, "narrow_jam": True} if jammed else quick
@@ -110,10 +112,20 @@ class UnitBuilder:
         STATS["llvm_functions"] += len(lowered.symbols)
         STATS["blocked_nests"] += lowered.blocked_nests
         meta = {"groups": [{"key": lowered.key, "symbols": {str(o): s for o, s in lowered.symbols.items()}}],
-                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
+                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks],
+                "deferred": [list(d) for d in lowered.deferred]}
         text = str(lowered)
         lowered.ir_module.discard()  # freed now, not at the next full garbage collection
         return text, meta
+
+    def lower_checked(self, ordinal: int, header: int) -> tuple[str, str, str]:
+        """(IR text, module key, symbol) of the checked copy of a nest a quick tier deferred
+        (lower.deferred)."""
+        from .emit.types import function_symbol
+        from .module import ModuleLowering
+
+        key = f"{self.prefix[3:]}c{ordinal}h{header}"
+        return ModuleLowering(self.verified, key).lower_checked(ordinal, header), key, function_symbol(key, ordinal)
 
     def build(self, units: list[Unit], tier: str, in_workers: bool = False) -> list[tuple]:
         """Lowers and compiles `units` at `tier` (build_tiers)."""
