@@ -17,9 +17,9 @@ import weakref
 from ..errors import STATUS_CODES, Trap
 from ..runtime.native import engine
 from ..runtime.vm import abi, traps
+from ..runtime.vm.symbols import CHECKED_COPY_STUB
 from .llvm import compiler, loader
 
-STUB = "jv_checked_stub"  # the symbol quick-tier cells start out holding (lower.loops.outline)
 _lock = threading.Lock()
 _cells: dict[int, tuple] = {}  # cell address -> (executable weakref, ordinal, header)
 _stub_fn = None
@@ -36,12 +36,12 @@ def _stub(state, env, cell, trap):
 
 
 def stub_address() -> int:
-    """The stub's address, provided to native code as STUB (once per process)."""
+    """The stub's address, provided to native code as CHECKED_COPY_STUB (once per process)."""
     global _stub_fn
     with _lock:
         if _stub_fn is None:
             _stub_fn = abi.NATIVE_FN(_stub)
-            engine.provide({STUB: ctypes.cast(_stub_fn, ctypes.c_void_p).value})
+            engine.provide({CHECKED_COPY_STUB: ctypes.cast(_stub_fn, ctypes.c_void_p).value})
         return ctypes.cast(_stub_fn, ctypes.c_void_p).value
 
 

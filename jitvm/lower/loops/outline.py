@@ -21,9 +21,9 @@ from __future__ import annotations
 from ...frontend import isa
 from ...frontend.decode import Reg
 from ...runtime.native import ir
+from ...runtime.vm.symbols import CHECKED_COPY_STUB
 from ..emit.effects import written_slots
 from ..emit.types import FN_TYPE, I8, I32, I64, PTR, const, opaque_alloca
-from ..deferred import STUB
 from .copies import lower_nest_copy
 from .parallel import live_at, read_refs
 
@@ -50,9 +50,9 @@ def emit_call(e, nest) -> ir.Block:
     i32_slots, refs, written = _registers(e.vf, nest, e.n32)
     n_i32 = e.n32 // 2
     env = opaque_alloca(e.entry_builder(), ir.ArrayType(I64, n_i32 + e.nref), f"checked{nest.root.header}_env")
-    stub = e.mod.module.get_global(STUB)
+    stub = e.mod.module.get_global(CHECKED_COPY_STUB)
     if stub is None:
-        stub = ir.Function(e.mod.module, FN_TYPE, name=STUB)
+        stub = ir.Function(e.mod.module, FN_TYPE, name=CHECKED_COPY_STUB)
     cell = ir.GlobalVariable(e.mod.module, PTR, name=cell_symbol(e.fn.name, nest.root.header))
     cell.initializer = stub
     e.mod.deferred.append((cell.name, e.vf.ordinal, nest.root.header))
