@@ -21,7 +21,7 @@ import jitvm
 from jitvm.frontend.asm import assemble
 from jitvm.lower import lazy
 from jitvm.lower.backend import JitBackend
-from jitvm.lower.llvm import compiler
+from jitvm.lower.llvm import compiler, vector_math
 from jitvm.runtime.modules.hal import executable as hal_executable
 from jitvm.runtime.native import cache
 
@@ -374,7 +374,7 @@ def _kernel_executables(backend, before) -> list:
             if key not in before and isinstance(lm.executable, lazy.LazyExecutable) and lm.executable.backend is backend]
 
 
-@pytest.mark.parametrize("first", ["baseline", "jammed", "middle"])
+@pytest.mark.parametrize("first", ["baseline", "jammed", "jammed_slp", "middle"])
 def test_each_quick_tier_a_kernel_can_start_on_computes_the_interpreters_bits(tmp_path, monkeypatch, first):
     """Under "auto" a kernel's first dispatch compiles it on the quick tier that costs least
     for the call's dispatches (lazy.FIRST_TIERS: the CNN's kernels are small, baseline code;
@@ -406,20 +406,20 @@ def test_each_quick_tier_a_kernel_can_start_on_computes_the_interpreters_bits(tm
 
 def test_the_first_tier_follows_the_work():
     """More accesses in a call, a quicker-running tier: the baseline for little work, then
-    the jammed code, then the middle tier; each chosen somewhere."""
+    the jammed code, the jammed code vectorised, then the middle tier; each chosen somewhere."""
     work = [round(10 ** (k / 8)) for k in range(32, 88)]
     chosen = [lazy.first_tier(a) for a in work]
-    assert set(chosen) == set(lazy.FIRST_TIERS) == {"baseline", "jammed", "middle"}
+    assert set(chosen) == set(lazy.FIRST_TIERS) == {"baseline", "jammed", "jammed_slp", "middle"}
     order = list(lazy.FIRST_TIERS)
     assert [order.index(t) for t in chosen] == sorted(order.index(t) for t in chosen)
     # flat loops make the middle tier's code larger: a kernel needs more work for it
     middle = next(a for a in work if lazy.first_tier(a) == "middle")
-    assert lazy.first_tier(middle, flat_loops=3) == "jammed"
+    assert order.index(lazy.first_tier(middle, flat_loops=3)) < order.index("middle")
 
 
 def test_the_store_keeps_a_units_tiers_apart(tmp_path, monkeypatch):
-    """A kernel's baseline, jammed, middle and full code have keys of their own in the code
-    store; each tier's code is read back under its own key."""
+    """A kernel's baseline, jammed, jammed_slp, middle and full code have keys of their own
+    in the code store; each tier's code is read back under its own key."""
     monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
     gc.collect()
     before = set(hal_executable._loaded_cache.keys())
@@ -427,14 +427,35 @@ def test_the_store_keeps_a_units_tiers_apart(tmp_path, monkeypatch):
     jitvm.load("example:cnn", backend=backend).predict(np.zeros((1, 28, 28, 1), np.float32))
     exe = max(_kernel_executables(backend, before), key=lambda e: len(e.units))
     unit = next(u for u in exe.units if exe.builder._loops(u))
-    tiers = ("baseline", "jammed", "middle", "full")
+    tiers = ("baseline", "jammed", "jammed_slp", "middle", "full")
     keys = {t: exe.builder.key(unit, exe.options(unit, t)) for t in tiers}
-    assert len(set(keys.values())) == 4
-    assert exe.options(unit, "middle")["speed"] == compiler.MIDDLE
+    assert len(set(keys.values())) == len(tiers)
+    assert exe.options(unit, "middle")["speed"] == exe.options(unit, "jammed_slp")["speed"] == compiler.MIDDLE
     built = {t: exe.builder.build([unit], t)[0][2] for t in tiers}
-    assert len({bytes(b"".join(objects)) for objects in built.values()}) == 4
+    assert len({bytes(b"".join(objects)) for objects in built.values()}) == len(tiers)
     for t in tiers:
         assert cache.load(keys[t])[0] == built[t]
+
+
+def test_the_middle_tier_does_not_wait_for_the_vector_math_probe(tmp_path, monkeypatch):
+    """A kernel's first code never waits for the vector math probe (about 0.2 s of a cold
+    first call): the middle tier uses vector math only if its answer is known already."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    gc.collect()
+    before = set(hal_executable._loaded_cache.keys())
+    backend = JitBackend(progress=False, tier="auto")
+    jitvm.load("example:cnn", backend=backend)
+    exe = max(_kernel_executables(backend, before), key=lambda e: len(e.units))
+    unit = next(u for u in exe.units if exe.builder._loops(u))
+
+    def probe():
+        raise AssertionError("the vector math probe ran")
+    monkeypatch.setattr(vector_math, "known", lambda: None)
+    monkeypatch.setattr(vector_math, "available", probe)
+    options = exe.options(unit, "middle")
+    assert options["speed"] == compiler.MIDDLE and options["vector_math"] is False
+    with pytest.raises(AssertionError, match="probe ran"):
+        exe.options(unit, "full")  # the full tier still asks
 
 
 # A matmul IREE splits into several workgroups (VMVX tiles of 64 x 64: 2 x 2 here).
@@ -470,7 +491,7 @@ def _iree_main(path, args):
     return np.asarray(ctx.modules.module["main"](*args))
 
 
-@pytest.mark.parametrize("first", ["baseline", "jammed", "middle"])
+@pytest.mark.parametrize("first", ["baseline", "jammed", "jammed_slp", "middle"])
 def test_a_kernel_tiers_up_after_its_first_call_and_every_tier_gives_irees_bits(tmp_path, monkeypatch,
                                                                                  matmul_vmfb, first):
     """A kernel of several workgroups, on each quick tier: IREE's interpreter's bits; it is

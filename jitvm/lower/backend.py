@@ -72,12 +72,17 @@ class JitBackend:
             self._runner = NativeDispatchRunner(self.threads)
         return self._runner
 
-    def options(self, loaded: LoadedModule) -> dict:
+    def options(self, loaded: LoadedModule, probe: bool = True) -> dict:
         """Optimization levels: modules with loops get the full pipeline; straight-line host
-        code (run once per call, dominated by imports) is compiled quickly instead."""
+        code (run once per call, dominated by imports) is compiled quickly instead. `probe`
+        False: vector math only if its probe was answered before (the middle tier's first
+        code does not wait for the probe)."""
         if compiler.has_loops(loaded.verified):
-            return {"speed": self.speed, "codegen": 2, "vector_math": vector_math.available(),
-                    "wide_vectors": targets.wide_vectors(self.target), **self.loop_steps}
+            vector = vector_math.available() if probe else bool(vector_math.known())
+            # (deferred checked copies need a lazy executable's stub: lower.deferred)
+            steps = {k: v for k, v in self.loop_steps.items() if k != "defer_checked"}
+            return {"speed": self.speed, "codegen": 2, "vector_math": vector,
+                    "wide_vectors": targets.wide_vectors(self.target), **steps}
         return {"speed": 1, "codegen": 0}
 
     def known_options(self, loaded: LoadedModule) -> dict | None:

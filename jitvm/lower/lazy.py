@@ -12,7 +12,7 @@ which then compile side by side on the compile pool).
 Tiers (`tier=`): "full" compiles with today's pipeline (the first call waits for it);
 "baseline" quickly (loop nests guarded but not jammed, lower.llvm.compiler.BASELINE's few
 passes, fast instruction selection; slower code); "auto" starts with the baseline (a kernel
-whose first call would run long on it: the jammed or the middle tier, `FIRST_TIERS`) and, for
+whose first call would run long on it: a jammed or the middle tier, `FIRST_TIERS`) and, for
 functions called again (the counting entry counts calls natively), compiles the unit with
 the full pipeline in the background (`TIER_UP`: lowered on its thread, optimised on compile
 worker processes, so this process's LLVM stays free), then swaps the cell between calls. Both tiers are kept in the code store; a later process
@@ -34,7 +34,7 @@ from ..runtime.exec import runner as dispatch_runner
 from ..runtime.native import cache as store, engine, memory, template
 from ..runtime.vm import abi, traps
 from ..runtime.vm.bytecode import instance_of_state
-from . import handoff
+from . import deferred, handoff
 from .executable import STATS, JitExecutable, _Progress
 from .llvm import compile_pool, compiler, loader
 from .unit_build import Unit, UnitBuilder
@@ -42,7 +42,7 @@ from . import work as units_work
 from .units import call_components, run_once
 
 TIERS = ("auto", "baseline", "full")
-QUICK = ("baseline", "jammed", "middle")  # the tiers code starts on under "auto", until its tier-up
+QUICK = ("baseline", "jammed", "jammed_slp", "middle")  # the tiers code starts on under "auto", until its tier-up
 # A function called this often gets the full tier under "auto". A kernel is called once per
 # workgroup: one whose workgroups in a call are known (a command buffer's) is hot once called
 # after them, in a second call. So no tier-up takes the cores from the first call (on 2 cores,
@@ -53,20 +53,22 @@ POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 # A kernel's first tier under "auto", when its dispatches in the call are known: the quick
 # tier costing least for them: compiling it (CPU seconds, lowering and LLVM: a kernel's, and
 # more per flat loop, units_work.flat_loops) plus running its buffer element accesses
-# (units_work's estimate) on its code (CPU seconds per access). Measured per kernel, one
-# thread, each tier on every kernel of ResNet-50-style 64 (1.35 G accesses a call), 224
-# (16 G) and EfficientNet-Lite0 (2.0 G), load 5-7: baseline about 0.08 s a kernel, its code
-# 0.5-3.5 ns an access (1x1 convolutions and matmuls about 1, 3x3 convolutions and strided
-# reductions 2-3.5); jammed (lower.unit_build: the baseline's passes on a lowering jammed a
-# few iterations wide, lower.loops.jam.NARROW_FACTOR) hardly more, its code 0.2-0.5 ns;
-# middle (the full tier's lowering at 256-bit blocking through LLVM's O1 with the SLP
-# vectoriser, compiler.MIDDLE) 0.3-0.6 s, with EfficientNet's flat loops 0.5-1.0 s,
-# 0.01-0.05 ns (the full tier's 0.7-0.9x that). Compile + run summed over the kernels (CPU
-# s), this table's choice against the best tier per kernel: 3.16 / 2.92 (ResNet 64),
-# 7.15 / 7.14 (224), 4.06 / 3.90 (EfficientNet); every kernel on baseline code 4.85, 31.8,
-# 5.32; every one jammed 3.04, 7.37, 3.95; every one middle 14.1, 13.9, 19.9. So kernels of
-# more than some 10 M accesses start jammed, of more than some 1.4 G on the middle tier.
-FIRST_TIERS = {"baseline": (0.08, 0.0, 1.0e-9), "jammed": (0.085, 0.0, 0.40e-9), "middle": (0.60, 0.15, 0.02e-9)}
+# (units_work's estimate) on its code (CPU seconds per access). Fitted on every kernel of
+# ResNet-50-style 64 (1.35 G accesses a call) and 224 (16 G) and EfficientNet-Lite0 (2.0 G),
+# each compiled and run (one thread) at each tier on a 2-core AMD EPYC (Zen 4): compile
+# (least squares over the kernels: a kernel + a flat loop) and the accesses' run time summed
+# over all of them: baseline (the baseline's passes, no jam) 0.052 + 0.012 s, 0.94 ns an
+# access; jammed (the same passes on a lowering jammed a few iterations wide,
+# lower.loops.jam.NARROW_FACTOR) 0.072 + 0.028 s, 0.25 ns; jammed_slp (that lowering
+# through O1 with the SLP vectoriser) 0.145 + 0.052 s, 0.066 ns; middle (the full tier's
+# lowering at 256-bit blocking through O1 with SLP, compiler.MIDDLE) 0.30 + 0.117 s,
+# 0.011 ns. Compile + run summed over the kernels (CPU s), this table's choice against the
+# best tier per kernel: 5.35 / 5.15 (ResNet 224), 2.63 / 2.51 (64), 4.46 / 3.93
+# (EfficientNet); the previous table (three tiers, fitted on an Intel host) chose 5.92,
+# 2.69, 5.19 here. So kernels of more than some 30 M accesses start jammed, of more than
+# some 0.4 G jammed and vectorised by SLP, of more than some 3 G on the middle tier.
+FIRST_TIERS = {"baseline": (0.052, 0.012, 0.94e-9), "jammed": (0.072, 0.028, 0.25e-9),
+               "jammed_slp": (0.145, 0.052, 0.066e-9), "middle": (0.30, 0.117, 0.011e-9)}
 
 
 def first_tier(accesses: int, flat_loops: int = 0) -> str:
@@ -94,7 +96,8 @@ class LazyExecutable(JitExecutable):
         n = len(verified.functions)
         self.digest = hashlib.sha256(loaded.module.archive.flatbuffer).hexdigest()
         self.builder = UnitBuilder(verified, self.digest, backend.target, lambda: backend.options(loaded),
-                                   backend.use_cache, backend.loop_steps, lambda: backend.known_options(loaded))
+                                   backend.use_cache, backend.loop_steps, lambda: backend.known_options(loaded),
+                                   lambda: backend.options(loaded, probe=False))
         self.prefix = self.builder.prefix
         self.units = [Unit(i, c) for i, c in enumerate(call_components(verified))]
         self.unit_of = {o: u for u in self.units for o in u.ordinals}
@@ -149,6 +152,7 @@ class LazyExecutable(JitExecutable):
                 "uncompiled": sum(t is None for t in tiers),
                 "baseline": sum(t == "baseline" for t in tiers),
                 "jammed": sum(t == "jammed" for t in tiers),
+                "jammed_slp": sum(t == "jammed_slp" for t in tiers),
                 "middle": sum(t == "middle" for t in tiers),
                 "full": sum(t == "full" for t in tiers) - late}
 
@@ -226,7 +230,7 @@ class LazyExecutable(JitExecutable):
             chosen = [(u, self._first_tier(u, workgroups)) for u in missing]
         try:
             # one pool for every tier, the long jobs first
-            order = {t: i for i, t in enumerate(("full", "middle", "jammed", "baseline"))}
+            order = {t: i for i, t in enumerate(("full", "middle", "jammed_slp", "jammed", "baseline"))}
             found.extend(self.builder.build_tiers(sorted([(u, "full") for u in promote] + chosen,
                                                          key=lambda job: order[job[1]])))
         finally:
@@ -247,9 +251,12 @@ class LazyExecutable(JitExecutable):
         """Links the units' code into this process and points their cells at it."""
         if not built:
             return
+        if any(meta.get("deferred") for _unit, _tier, _objects, meta in built):
+            deferred.stub_address()  # what their cells hold until a guard fails
         code = loader.load([obj for _unit, _tier, objects, _meta in built for obj in objects])
         self._modules.append(code)
         for unit, tier, _objects, meta in built:
+            deferred.register(self, code, meta.get("deferred", ()))
             for group in meta["groups"]:
                 self._fill_type_table(group["key"], code)
                 unit.symbols = {int(o): s for o, s in group["symbols"].items()}

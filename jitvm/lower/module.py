@@ -15,6 +15,7 @@ from ..runtime.vm.symbols import prototype as runtime_prototype
 from ..verify.model import VerifiedModule
 from .emit.emitter import Emitter
 from .emit.types import F32, F64, FN_TYPE, I1, I8, I32, I64, PTR, VOID, LoweringError, function_symbol, offset_of
+from .loops import outline
 from .loops.versioning import NestVersioning
 from .steps import LoopSteps
 from .type_table import type_table_symbol
@@ -49,6 +50,8 @@ class LoweredModule:
     symbols: dict[int, str]  # lowered function ordinal -> symbol
     fallbacks: list[Fallback] = field(default_factory=list)
     blocked_nests: int = 0  # loop nests lowered register-blocked (statistics)
+    # (cell symbol, ordinal, header) of each checked copy compiled only when needed (lower.loops.outline)
+    deferred: list[tuple[str, int, int]] = field(default_factory=list)
 
     def __str__(self) -> str:
         return str(self.ir_module)
@@ -60,6 +63,7 @@ class ModuleLowering:
         self.steps = LoopSteps(**steps)  # the loop optimisations applied (lower.steps)
         self._vector_math_used: set[str] = set()
         self.blocked_nests = 0  # nests lowered register-blocked (statistics)
+        self.deferred: list[tuple[str, int, int]] = []  # checked copies left out (lower.loops.outline)
         self.nest_lowering = NestVersioning(self.steps.chunk_loops) if self.steps.version_loops else None
         self.pack_buffers: dict = {}  # LLVM function name -> its stack buffer for those copies
         self.key = key
@@ -239,7 +243,16 @@ class ModuleLowering:
         for ordinal, fn in self.functions.items():
             if ordinal not in symbols:
                 self._make_table_thunk(ordinal, fn)
-        return LoweredModule(self.module, self.key, symbols, fallbacks, self.blocked_nests)
+        return LoweredModule(self.module, self.key, symbols, fallbacks, self.blocked_nests, self.deferred)
+
+    def lower_checked(self, ordinal: int, header: int) -> str:
+        """The module of the checked copy of function `ordinal`'s nest at block `header`,
+        deferred when the function was lowered (lower.loops.outline); its symbol is
+        function_symbol(key, ordinal)."""
+        vf = self.verified.functions[ordinal]
+        nest = NestVersioning(self.steps.chunk_loops).nests(vf)[header]
+        outline.emit_copy(Emitter(self, vf, self.function(ordinal), self.nest_lowering), nest)
+        return str(self.module)
 
     def _make_table_thunk(self, ordinal: int, fn: ir.Function) -> None:
         """A body for a function the JIT could not lower: call through state->functions[i]."""

@@ -31,6 +31,7 @@ class LoopSteps:
     pack_operands: bool = True  # a register-blocked nest's far-apart loads read from a transposed copy (lower.loops.pack)
     row_lanes: bool = True  # ... or, where rows fill whole vectors, the rows run in the lanes (lower.loops.jam.ROW_LANES)
     narrow_jam: bool = False  # jammed loops at most jam.NARROW_FACTOR wide: scalar code's (the jammed quick tier)
+    defer_checked: bool = False  # a nest's checked copy compiled only if its guard fails (lower.loops.outline: quick tiers)
 
     @property
     def wide_forms(self) -> bool:

@@ -19,8 +19,8 @@ from .steps import LOOP_STEPS
 
 class Unit:
     """Functions calling each other (lower.units), compiled together; `tier` is None until
-    compiled, then "baseline", "jammed" or "middle" (a kernel's first code, by its work:
-    lower.lazy), "full" or "failed" (a tier-up that failed: the quick code stays)."""
+    compiled, then "baseline", "jammed", "jammed_slp" or "middle" (a kernel's first code, by
+    its work: lower.lazy), "full" or "failed" (a tier-up that failed: the quick code stays)."""
 
     __slots__ = ("index", "ordinals", "tier", "symbols", "hot")
 
@@ -34,7 +34,7 @@ class Unit:
 
 class UnitBuilder:
     def __init__(self, verified, digest: str, target, full_options, use_cache: bool, loop_steps: dict | None = None,
-                 known_full=None):
+                 known_full=None, unprobed_full=None):
         self.verified = verified
         self.digest = digest  # sha256 of the module's FlatBuffer
         self.prefix = "jv_" + digest[:16]  # same module, same entry IR: its code is cached
@@ -43,6 +43,7 @@ class UnitBuilder:
         # the full tier is first wanted (it probes the vector math: the baseline never waits for it)
         self._full = full_options
         self._known_full = known_full  # the same dict when it costs nothing, else None
+        self._unprobed_full = unprobed_full  # the same without waiting for the vector math probe
         self.loop_steps = {k: v for k, v in (loop_steps or {}).items() if k in LOOP_STEPS}  # steps turned off
         self.use_cache = use_cache
         self._module_loops = None
@@ -69,18 +70,28 @@ class UnitBuilder:
             return self.full_options
         if tier == "middle":
             # the full tier's lowering at 256-bit register blocking (4 x 16, not AVX-512's
-            # 4 x 32: a third fewer copies), through O1 with the SLP vectoriser
-            return {**self.full_options, "speed": compiler.MIDDLE, "wide_vectors": False}
+            # 4 x 32: a third fewer copies), through O1 with the SLP vectoriser; vector math
+            # only if already known (the probe costs a cold first call some 0.2 s)
+            full = self._unprobed_full() if callable(self._full) and self._unprobed_full else self.full_options
+            return {**full, "speed": compiler.MIDDLE, "wide_vectors": False, "defer_checked": True}
         if self._loops(unit):
             # guarded nests without checks; libm calls stay plain (no vectoriser at this speed
             # to use vector forms). The baseline has none of the jammed copies; "jammed" has
             # them, a few wide (narrow_jam: enough independent chains for scalar code), for
             # kernels whose first call makes enough accesses to pay for lowering and compiling
             # them: its code runs 4x faster (ResNet-50-style 64's 36 kernels, CPU, lowering +
-            # LLVM / a call: 0.59 + 1.30 s / 1.86 s, jammed 0.74 + 1.53 s / 0.43 s)
-            quick = {"speed": compiler.BASELINE, "codegen": 0, **self.loop_steps, "jam_loops": tier == "jammed",
-                     "vector_math": False, "scope_buffers": False}
-            return {**quick, "narrow_jam": True} if tier == "jammed" else quick
+            # LLVM / a call: 0.59 + 1.30 s / 1.86 s, jammed 0.74 + 1.53 s / 0.43 s).
+            # "jammed_slp" takes the narrow jam through O1 with the SLP vectoriser, which packs
+            # its copies (still fast instruction selection): about twice the jammed tier's
+            # compile time, code about 4x faster (lower.lazy.FIRST_TIERS)
+            jammed = tier in ("jammed", "jammed_slp")
+            # checked copies compiled only if a guard fails (lower.loops.outline): a fifth of
+            # a quick tier's compile time
+            quick = {"speed": compiler.BASELINE, "codegen": 0, "defer_checked": True, **self.loop_steps,
+                     "jam_loops": jammed, "vector_math": False, "scope_buffers": False}
+            if tier == "jammed_slp":
+                return {**quick, "narrow_jam": True, "speed": compiler.MIDDLE}
+            return {**quick, "narrow_jam": True} if jammed else quick
         return {"speed": 1, "codegen": 0}
 
     def one_tier(self, unit: Unit) -> bool:
@@ -101,10 +112,20 @@ class UnitBuilder:
         STATS["llvm_functions"] += len(lowered.symbols)
         STATS["blocked_nests"] += lowered.blocked_nests
         meta = {"groups": [{"key": lowered.key, "symbols": {str(o): s for o, s in lowered.symbols.items()}}],
-                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks]}
+                "fallbacks": [[f.ordinal, f.name, f.op, f.reason] for f in lowered.fallbacks],
+                "deferred": [list(d) for d in lowered.deferred]}
         text = str(lowered)
         lowered.ir_module.discard()  # freed now, not at the next full garbage collection
         return text, meta
+
+    def lower_checked(self, ordinal: int, header: int) -> tuple[str, str, str]:
+        """(IR text, module key, symbol) of the checked copy of a nest a quick tier deferred
+        (lower.deferred)."""
+        from .emit.types import function_symbol
+        from .module import ModuleLowering
+
+        key = f"{self.prefix[3:]}c{ordinal}h{header}"
+        return ModuleLowering(self.verified, key).lower_checked(ordinal, header), key, function_symbol(key, ordinal)
 
     def build(self, units: list[Unit], tier: str, in_workers: bool = False) -> list[tuple]:
         """Lowers and compiles `units` at `tier` (build_tiers)."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...verify.model import VerifiedFunction
-from . import delinearise, jam, parallel, scopes
+from . import delinearise, jam, outline, parallel, scopes
 from .analysis import ZERO, Loop, Nest, back_edges_of, build_nest, constant_value, loop_headers
 from .copies import lower_nest_copy
 from .guard import all_iterations_in_range
@@ -73,7 +73,8 @@ class NestVersioning:
             apart = scopes.apart(e, plan, nest, ranges) if plan is not None else None
         threads = parallel.guard(e, split, nest, ranges, rest, boxes) if split is not None else None
         guard_end = e.b.block
-        checked = lower_nest_copy(e, nest, "checked", None, None)
+        checked = outline.emit_call(e, nest) if outline.applies(e, nest, entry) else \
+            lower_nest_copy(e, nest, "checked", None, None)
         if threads is None:
             fast = lower_nest_copy(e, nest, "fast", plan, apart)
             e.b.position_at_end(guard_end)

@@ -16,6 +16,9 @@ from . import hashing, listops, nativelib
 
 # Name -> (ctypes prototype, Python implementation).
 CALLBACKS = {**listops.CALLBACKS, **hashing.CALLBACKS}
+# What quick-tier code calls when a nest's guard fails, until that nest's checked copy is
+# compiled (lower.loops.outline); lower.deferred provides it, since it compiles the copy.
+CHECKED_COPY_STUB = "jv_checked_stub"
 
 _lock = threading.Lock()
 _callbacks: dict[str, object] = {}  # the ctypes thunks, kept alive for the process
