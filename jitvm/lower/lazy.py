@@ -53,22 +53,25 @@ POLL_SECONDS = 0.05  # how often the tier-up looks at the call counts
 # A kernel's first tier under "auto", when its dispatches in the call are known: the quick
 # tier costing least for them: compiling it (CPU seconds, lowering and LLVM: a kernel's, and
 # more per flat loop, units_work.flat_loops) plus running its buffer element accesses
-# (units_work's estimate) on its code (CPU seconds per access). Fitted on every kernel of
-# ResNet-50-style 64 (1.35 G accesses a call) and 224 (16 G) and EfficientNet-Lite0 (2.0 G),
-# each compiled and run (one thread) at each tier on a 2-core AMD EPYC (Zen 4): compile
-# (least squares over the kernels: a kernel + a flat loop) and the accesses' run time summed
-# over all of them: baseline (the baseline's passes, no jam) 0.052 + 0.012 s, 0.94 ns an
-# access; jammed (the same passes on a lowering jammed a few iterations wide,
-# lower.loops.jam.NARROW_FACTOR) 0.072 + 0.028 s, 0.25 ns; jammed_slp (that lowering
-# through O1 with the SLP vectoriser) 0.145 + 0.052 s, 0.066 ns; middle (the full tier's
-# lowering at 256-bit blocking through O1 with SLP, compiler.MIDDLE) 0.30 + 0.117 s,
-# 0.011 ns. Compile + run summed over the kernels (CPU s), this table's choice against the
-# best tier per kernel: 5.35 / 5.15 (ResNet 224), 2.63 / 2.51 (64), 4.46 / 3.93
-# (EfficientNet); the previous table (three tiers, fitted on an Intel host) chose 5.92,
-# 2.69, 5.19 here. So kernels of more than some 30 M accesses start jammed, of more than
-# some 0.4 G jammed and vectorised by SLP, of more than some 3 G on the middle tier.
-FIRST_TIERS = {"baseline": (0.052, 0.012, 0.94e-9), "jammed": (0.072, 0.028, 0.25e-9),
-               "jammed_slp": (0.145, 0.052, 0.066e-9), "middle": (0.30, 0.117, 0.011e-9)}
+# (units_work's estimate) on its code (CPU seconds per access). Fitted by bench.tier_costs on
+# every kernel of ResNet-50-style 64 (1.35 G accesses a call) and 224 (16 G) and
+# EfficientNet-Lite0 (2.0 G), each compiled and run (one thread) at each tier on a 2-core
+# AMD EPYC (Zen 4), load 3: compile by least squares over the kernels (a kernel + a flat
+# loop), run time summed over them per access: baseline (the baseline's passes, no jam)
+# 0.038 + 0.020 s, 0.89 ns an access; jammed (the same passes on a lowering jammed a few
+# iterations wide, lower.loops.jam.NARROW_FACTOR) 0.055 + 0.018 s, 0.23 ns; jammed_slp (that
+# lowering through O1 with the SLP vectoriser) 0.109 + 0.056 s, 0.061 ns; middle (the full
+# tier's lowering at 256-bit blocking through O1 with SLP, compiler.MIDDLE) 0.22 + 0.11 s,
+# 0.012 ns. Compile + run summed over the kernels (CPU s) at this table's choice against the
+# best tier per kernel: 1.87 / 1.83 (ResNet 64), 4.57 / 4.35 (224), 3.37 / 3.28
+# (EfficientNet); with the constants fitted before checked copies were deferred (lower.deferred)
+# 2.18 / 2.15, 4.55 / 4.49, 3.36 / 3.26 in another run (the sums move some 15% between runs at
+# load 3-4; the choice stays within 5% of the best). The three-tier table fitted on an Intel
+# host chose 2.69, 5.92, 5.19 here before, against a best of 2.51, 5.15, 3.93. So kernels of
+# more than some 25 M accesses start jammed, of more than some 0.3 G jammed and vectorised by
+# SLP, of more than some 2 G on the middle tier.
+FIRST_TIERS = {"baseline": (0.038, 0.020, 0.89e-9), "jammed": (0.055, 0.018, 0.23e-9),
+               "jammed_slp": (0.109, 0.056, 0.061e-9), "middle": (0.22, 0.11, 0.012e-9)}
 
 
 def first_tier(accesses: int, flat_loops: int = 0) -> str:

@@ -70,10 +70,12 @@ class UnitBuilder:
             return self.full_options
         if tier == "middle":
             # the full tier's lowering at 256-bit register blocking (4 x 16, not AVX-512's
-            # 4 x 32: a third fewer copies), through O1 with the SLP vectoriser; vector math
-            # only if already known (the probe costs a cold first call some 0.2 s)
+            # 4 x 32: a third fewer copies), through O1 with the SLP vectoriser; no vector
+            # math, so no wait for its probe (some 0.2 s of a cold first call) and one key
+            # whether or not the probe has run
             full = self._unprobed_full() if callable(self._full) and self._unprobed_full else self.full_options
-            return {**full, "speed": compiler.MIDDLE, "wide_vectors": False, "defer_checked": True}
+            return {**full, "speed": compiler.MIDDLE, "wide_vectors": False, "vector_math": False,
+                    "defer_checked": True}
         if self._loops(unit):
             # guarded nests without checks; libm calls stay plain (no vectoriser at this speed
             # to use vector forms). The baseline has none of the jammed copies; "jammed" has
