@@ -10,6 +10,7 @@ Tier swaps happen while other threads call; results must not change across them.
 from __future__ import annotations
 
 import gc
+import time
 
 import threading
 import warnings
@@ -520,3 +521,122 @@ def test_a_kernel_tiers_up_after_its_first_call_and_every_tier_gives_irees_bits(
     assert all(s["full"] == s["compiled"] for s in (k.compile_stats() for k in kernels))
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     assert np.array_equal(m.main(a, b).view(np.uint32), want.view(np.uint32))
+
+
+# --- a first call's sequence runs while its later kernels compile (compile ahead) ------------
+
+def _cnn_call(tier="auto"):
+    gc.collect()
+    before = set(hal_executable._loaded_cache.keys())
+    backend = JitBackend(progress=False, tier=tier)
+    m = jitvm.load("example:cnn", backend=backend)
+    x = np.random.default_rng(7).random((1, 28, 28, 1), np.float32)
+    want = jitvm.load("example:cnn", backend="interp").predict(x)
+    return m, x, want, lambda: _kernel_executables(backend, before)
+
+
+def test_a_first_call_runs_dispatches_before_its_last_kernel_is_installed(tmp_path, monkeypatch):
+    """The ordering, recorded: the call's last kernel to arrive is installed only once a
+    dispatch has run (its install waits for that, bounded), which the sequence can do while
+    it compiles; compiling every kernel before the sequence runs (as before compile-ahead)
+    records no dispatch before the last install. Kernel calls are counted natively under
+    "auto". (When the sequence's first kernel happens to arrive last, nothing could run
+    before it: the experiment is made again with an empty store.)"""
+    install = lazy.LazyExecutable._install
+    record = []  # (ordinals installed, kernel calls made before)
+
+    def recording_install(self, built):
+        installed = [o for unit, _tier, _objects, _meta in built for o in unit.ordinals]
+        left = [o for o in self._per_call if self.unit_of[o].tier is None]
+        first = next(iter(self._per_call), None)
+        if left and set(left) <= set(installed) and first not in installed:  # the last, not the first
+            deadline = time.monotonic() + 20
+            while not any(self.counts[o] for o in self._per_call) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        if self._per_call and installed:
+            record.append((installed, sum(self.counts[o] for o in self._per_call)))
+        install(self, built)
+
+    monkeypatch.setattr(lazy.LazyExecutable, "_install", recording_install)
+    for attempt in range(3):
+        record.clear()
+        monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / f"store{attempt}"))
+        m, x, want, kernels = _cnn_call()
+        got = m.predict(x)
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+        assert all(k.compile_stats()["uncompiled"] == 0 for k in kernels())
+        if record and record[-1][1] > 0:
+            break
+    assert len(record) > 1 and record[0][1] == 0, record  # one install per kernel, the first before any dispatch
+    assert record[-1][1] > 0, record  # dispatches ran before the last kernel was there
+
+
+@pytest.mark.parametrize("tier", ["baseline", "full"])
+def test_a_cold_first_call_from_several_threads_at_once_gives_the_interpreters_bits(tmp_path, monkeypatch, tier):
+    """Threads calling while the kernels compile wait in the same stubs; none deadlocks."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    m, x, want, _kernels = _cnn_call(tier)
+    results, errors = [], []
+
+    def call():
+        try:
+            results.append(m.predict(x))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=call) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert not errors and len(results) == 3
+    assert all(np.array_equal(r.view(np.uint32), want.view(np.uint32)) for r in results)
+
+
+def test_a_kernel_failing_to_compile_in_the_background_raises_at_the_call(tmp_path, monkeypatch):
+    """The error of a kernel compiled while the sequence runs is the call's; the next call
+    compiles it afresh."""
+    from jitvm.lower.unit_build import UnitBuilder
+
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    lower = UnitBuilder.lower
+    lowered = []
+
+    def failing_lower(self, unit, options):
+        lowered.append(unit)
+        if len(lowered) == 3:
+            raise jitvm.Error("lowering broke")
+        return lower(self, unit, options)
+
+    monkeypatch.setattr(UnitBuilder, "lower", failing_lower)
+    m, x, want, _kernels = _cnn_call("baseline")  # no tier-up left running after the test
+    with pytest.raises(jitvm.Error, match="lowering broke"):
+        m.predict(x)
+    monkeypatch.setattr(UnitBuilder, "lower", lower)
+    assert np.array_equal(m.predict(x).view(np.uint32), want.view(np.uint32))
+
+
+def test_a_kernel_the_lowering_declines_runs_in_the_interpreter(tmp_path, monkeypatch):
+    """Found out while the sequence already runs: its stub sends its workgroups to the
+    interpreter, then and on later calls."""
+    from jitvm.lower.emit.emitter import Emitter
+    from jitvm.lower.emit.types import LoweringError
+
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    emit = Emitter.lower
+    declined = []
+
+    def declining(self):
+        if self.vf.name not in declined and len(declined) < 1 and compiler.has_loops_in(self.vf):
+            declined.append(self.vf.name)
+        if self.vf.name in declined:
+            raise LoweringError("test.op", "declined by the test")
+        return emit(self)
+
+    monkeypatch.setattr(Emitter, "lower", declining)
+    m, x, want, kernels = _cnn_call("baseline")
+    with pytest.warns(RuntimeWarning, match="declined by the test"):
+        got = m.predict(x)
+    assert declined and any(k.compile_stats()["interpreted"] for k in kernels())
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+    assert np.array_equal(m.predict(x).view(np.uint32), want.view(np.uint32))

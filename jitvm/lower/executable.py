@@ -42,8 +42,10 @@ class _Progress:
         sys.stderr.flush()
 
     def done(self):
+        """Says how long it took (once, however often called)."""
         self.timer.cancel()
         if self.shown:
+            self.shown = False
             sys.stderr.write(f"jitvm: compiled {self.what} in {time.perf_counter() - self.start:.1f} s\n")
             sys.stderr.flush()
 
@@ -81,7 +83,7 @@ class JitExecutable:
         """Whether `ordinal` runs compiled code (what the dispatch runner may call natively)."""
         return ordinal in self.entries and ordinal not in self.fallbacks
 
-    def ensure_compiled(self, ordinals, workgroups: dict | None = None) -> None:
+    def ensure_compiled(self, ordinals, workgroups: dict | None = None, ahead: bool = False) -> None:
         """Compiles `ordinals` now (everything is compiled already here: see lower.lazy)."""
 
     def compile_stats(self) -> dict:

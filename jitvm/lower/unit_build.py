@@ -133,13 +133,15 @@ class UnitBuilder:
         """Lowers and compiles `units` at `tier` (build_tiers)."""
         return self.build_tiers([(unit, tier) for unit in units], in_workers)
 
-    def build_tiers(self, requests: list[tuple[Unit, str]], in_workers: bool = False) -> list[tuple]:
+    def build_tiers(self, requests: list[tuple[Unit, str]], in_workers: bool = False, arrived=None) -> list[tuple]:
         """Lowers and compiles each (unit, tier) of `requests`, all on one compile pool in the
         order given (each job with its tier's options: the longest first packs the cores
         best), and stores each in the code store; returns (unit, tier, objects, meta) of each.
-        With the store, each unit's key is locked first (in key order: processes never wait
-        on each other in a circle) and a unit another process stored meanwhile is read, not
-        compiled."""
+        `arrived`, if given, is called with each of those as soon as it is there (a unit the
+        store has first), while later ones still compile. With the store, each unit's key is
+        locked first (in key order: processes never wait on each other in a circle) and a
+        unit another process stored meanwhile is read, not compiled."""
+        tell = arrived or (lambda _built: None)
         todo = [(unit, tier, self.options(unit, tier)) for unit, tier in requests]
         keys = [self.key(unit, options) for unit, _tier, options in todo]
         out = []
@@ -156,11 +158,12 @@ class UnitBuilder:
                     else:
                         STATS["cache_hits"] += 1
                         out.append((unit, tier, hit[0], hit[1]))
+                        tell(out[-1])
             if rest:
-                out.extend(self._compile(rest, in_workers))
+                out.extend(self._compile(rest, in_workers, tell))
         return out
 
-    def _compile(self, rest: list[tuple], in_workers: bool) -> list[tuple]:
+    def _compile(self, rest: list[tuple], in_workers: bool, tell) -> list[tuple]:
         metas = []
 
         def jobs():  # each lowered while the workers compile the previous ones
@@ -169,11 +172,15 @@ class UnitBuilder:
                 metas.append(unit_meta)
                 yield text, (options["speed"], options["codegen"], options.get("slp", True))
 
-        objects = compiler.build_jobs(jobs(), len(rest), self.target, in_workers)
-        STATS["compiled_modules"] += len(rest)
-        out = []
-        for ((unit, tier, _options), key), obj, meta in zip(rest, objects, metas):
+        out = {}
+
+        def arrived(i: int, obj: bytes) -> None:  # stored, then told, as each object comes
+            (unit, tier, _options), key = rest[i]
             if self.use_cache:
-                store.store(key, [obj], meta)
-            out.append((unit, tier, [obj], meta))
-        return out
+                store.store(key, [obj], metas[i])
+            out[i] = (unit, tier, [obj], metas[i])
+            tell(out[i])
+
+        compiler.build_jobs(jobs(), len(rest), self.target, in_workers, arrived)
+        STATS["compiled_modules"] += len(rest)
+        return [out[i] for i in range(len(rest))]

@@ -64,6 +64,7 @@ class CompilePool:
         self._queue: list[int] = []
         self._options: dict[int, tuple] = {}  # job index -> (speed, codegen, slp)
         self.results: dict[int, bytes | None] = {}
+        self._arrived: list[int] = []  # jobs finished since the last `arrived`
         _open.add(self)
         machine = ("host",) * 3 if target is None else (target.triple, target.cpu, target.features)
         args = [sys.executable, "-m", "jitvm.lower.llvm.compile_worker", *machine, str(nice)]
@@ -119,11 +120,21 @@ class CompilePool:
             answer = p.stdout.readline().strip()
             obj_path = self._paths(job)[1]
             self.results[job] = obj_path.read_bytes() if answer == "ok" and obj_path.is_file() else None
+            self._arrived.append(job)
             if answer:
                 self._idle.append(p)
             else:  # the worker died: its job is the caller's now
                 self._retire(p)
         self._dispatch()
+
+    def busy(self) -> bool:
+        """Whether a worker is compiling a job."""
+        return bool(self._busy)
+
+    def arrived(self) -> list[int]:
+        """The jobs finished (their results in `results`) since the last time asked."""
+        out, self._arrived = self._arrived, []
+        return out
 
     def finish(self) -> dict[int, bytes | None]:
         """Waits for every submitted job; jobs no worker could take come back as None. The

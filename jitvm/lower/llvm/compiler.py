@@ -12,7 +12,7 @@ SLP vectoriser on the full tier's lowering: the jammed copies still become vecto
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 from ...runtime.native import target as targets
 from ...runtime.native.target import llvm  # llvmlite's bindings, imported when first used
@@ -79,32 +79,49 @@ def build_objects(texts: Iterable[str], count: int, target: targets.Target, spee
 
 
 def build_jobs(jobs: Iterable[tuple[str, tuple]], count: int, target: targets.Target,
-               in_workers: bool = False) -> list[bytes]:
+               in_workers: bool = False, arrived: Callable[[int, bytes], None] | None = None) -> list[bytes]:
     """Object code for each of `count` (IR text, (speed, codegen, slp)) jobs, which `jobs`
     yields as they are lowered: with several (or `in_workers`: background work that must
     not hold this process's LLVM), on a pool of worker processes (lower.llvm.compile_pool:
     llvmlite serializes LLVM calls within a process), handed out in the order given (the
-    longest first packs the cores best), any job no worker compiled here."""
+    longest first packs the cores best), any job no worker compiled here. `arrived(i, obj)`,
+    if given, hears of each job's object as soon as it is there (in this thread), so a
+    caller can use the first while later ones compile."""
     from .compile_pool import helper, processes, take
 
+    tell = arrived or (lambda _i, _obj: None)
     if count <= 1 and not in_workers:  # on the process's helper worker if it has one (compile_pool.Helper)
         alone = helper(target)
-        return [(alone.compile(text, options) if alone else None) or build_object(text, target, *options)
-                for text, options in jobs]
+        objects = []
+        for i, (text, options) in enumerate(jobs):
+            objects.append((alone.compile(text, options) if alone else None) or build_object(text, target, *options))
+            tell(i, objects[-1])
+        return objects
     import tempfile
     from pathlib import Path
 
     with tempfile.TemporaryDirectory(prefix="jitvm-compile-") as tmp:
         pool = take(max(1, min(processes(), count)), Path(tmp), target, BACKGROUND_NICE if in_workers else 0)
-        options_of, pending = {}, {}
+        options_of, pending, results = {}, {}, {}
+
+        def collect():  # objects the workers finished; a failed job (None) is compiled here at the end
+            for i in pool.arrived():
+                if pool.results[i] is not None:
+                    results[i] = pool.results[i]
+                    tell(i, results[i])
+
         try:
             for i, (text, options) in enumerate(jobs):
                 options_of[i] = options
                 if pool.workers:
                     pool.submit(i, text, options)
+                    collect()
                 else:
                     pending[i] = text
-            results = pool.finish()
+            while pool.busy():
+                pool.poll(None)
+                collect()
+            pool.finish()
         finally:
             pool.close()
         objects = []
@@ -114,6 +131,7 @@ def build_jobs(jobs: Iterable[tuple[str, tuple]], count: int, target: targets.Ta
                 text = pending.pop(i, None)
                 obj = build_object(text if text is not None else (Path(tmp) / f"g{i}.ll").read_text(),
                                    target, *options_of[i])
+                tell(i, obj)
             objects.append(obj)
         return objects
 

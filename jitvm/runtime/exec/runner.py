@@ -197,7 +197,9 @@ def compile_together(dispatches) -> None:
     """The entries of (entry, workgroup count) dispatches a lazily compiled executable has not
     compiled yet, compiled in one go (side by side on the compile pool) rather than one by one
     as the sequence meets them; with how many workgroups each runs per run of the sequence
-    (which code is worth the full tier at once: lower.lazy)."""
+    (which code is worth the full tier at once: lower.lazy). They compile in the background,
+    in the order the sequence meets them, while it runs: a step whose kernel is not there
+    yet waits in the kernel's stub for that kernel alone."""
     by_executable: dict[int, tuple] = {}
     for entry, count in dispatches:
         instance = getattr(entry, "instance", None)
@@ -206,7 +208,7 @@ def compile_together(dispatches) -> None:
             workgroups = by_executable.setdefault(id(instance.loaded.executable), (ensure, {}))[1]
             workgroups[entry.ordinal] = workgroups.get(entry.ordinal, 0) + count[0] * count[1] * count[2]
     for ensure, workgroups in by_executable.values():
-        ensure(list(workgroups), workgroups)
+        ensure(list(workgroups), workgroups, ahead=True)
 
 
 def failure(seq: replay.Sequence) -> BaseException:
