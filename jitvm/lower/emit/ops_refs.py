@@ -75,8 +75,8 @@ def _select(e, ins):
     cond = b.icmp_unsigned("!=", e.i32(ins["condition"]), const(I32, 0))
     t, f, r = ins["true_value"], ins["false_value"], ins["result"]
     with b.if_else(cond) as (then, otherwise):
-        for chosen, other in ((t, f), (f, t)):
-            with (then if chosen is t else otherwise):
+        for side, chosen, other in ((then, t, f), (otherwise, f, t)):  # t and f may be one register
+            with side:
                 checked_retain_or_move(e, chosen, r, ins["type_def"])
                 if other.move and other.index != r.index:
                     e.set_ref(other, const(PTR, None))
