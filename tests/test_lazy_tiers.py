@@ -270,6 +270,26 @@ def test_a_one_shot_process_leaves_its_tier_up_to_a_detached_worker(tmp_path, mo
     assert STATS["compiled_modules"] == before  # and compiles nothing
 
 
+def test_a_background_batchs_quick_units_are_watched_before_a_call_can_end(tmp_path, monkeypatch):
+    """A command buffer's kernels compile in the background while its first call runs: each
+    quick unit is watched for its tier-up before its waiters go on, since the call they end
+    may end the process, whose exit hands the watched units to a detached tier-up (before,
+    the batch was watched after its last unit: a one-shot process could exit first, and the
+    next one compiled everything again)."""
+    monkeypatch.setenv("JITVM_CACHE_DIR", str(tmp_path / "store"))
+    watched_when_settled = []
+    settle = lazy._Batch.settle
+
+    def recording(self, ahead, unit):
+        if unit.tier in lazy.QUICK:
+            watched_when_settled.append(any(unit in e.units for e in lazy.TIER_UP.executables()))
+        settle(self, ahead, unit)
+    monkeypatch.setattr(lazy._Batch, "settle", recording)
+    jitvm.load("example:cnn", backend=JitBackend(progress=False, tier="auto")).predict(
+        np.zeros((1, 28, 28, 1), np.float32))
+    assert watched_when_settled and all(watched_when_settled)
+
+
 def test_switched_off_nothing_outlives_the_process(tmp_path, monkeypatch):
     """And the next process compiles the full tier at its first call (it found baseline code)."""
     from jitvm.lower import handoff

@@ -292,16 +292,22 @@ class LazyExecutable(JitExecutable):
             if progress and batch.settled():  # said now: the waiting call may end the process
                 progress.done()
 
+        def arrived(built) -> None:
+            self._install([built])
+            if self.tier == "auto" and built[0].tier in QUICK:
+                # watched before the unit is settled: the call it ends may end the process,
+                # whose exit hands the watched units to a detached tier-up (lower.handoff)
+                TIER_UP.watch(self)
+            settle(built[0])
+
         try:
             with self._compile_lock:
-                self.builder.build_tiers(jobs, arrived=lambda built: (self._install([built]), settle(built[0])))
+                self.builder.build_tiers(jobs, arrived=arrived)
         except BaseException as e:  # noqa: BLE001 - raised where a call waits for the unit
             batch.error = e
         finally:
             for unit in batch.ready:
                 settle(unit)
-        if self.tier == "auto" and any(u.tier in QUICK for u in batch.ready):
-            TIER_UP.watch(self)
 
     def _first_tier(self, unit: Unit, workgroups: dict) -> str:
         """The quick tier for a call's dispatches of `unit` (`first_tier`; loop-free code:

@@ -179,8 +179,8 @@ class UnitBuilder:
             if self.use_cache:
                 store.store(key, [obj], metas[i])
             out[i] = (unit, tier, [obj], metas[i])
+            STATS["compiled_modules"] += 1  # as it comes: a call may end before its batch does
             tell(out[i])
 
         compiler.build_jobs(jobs(), len(rest), self.target, in_workers, arrived)
-        STATS["compiled_modules"] += len(rest)
         return [out[i] for i in range(len(rest))]
