@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 import jitvm
+from jitvm.lower import lazy
 from jitvm.api import entry, marshal
 from jitvm.api.plan import DECLINED, CallPlan
 from jitvm.runtime.modules.hal.buffer_view import HalBufferView
@@ -177,6 +178,8 @@ def test_the_native_entry_keeps_reference_counts(corpus_module):
     strided = np.ones((4, 16), np.float32)[:, ::2]
     fn(a, b), several(x), fn(strided, b)
     assert _entered(fn) and _entered(several)
+    fn(a, b), several(x)  # called again: hot; its tier-up ends before counting (its thread
+    assert lazy.wait_for_tier_up(300)  # holds references to shared objects such as the dtype)
     watched = (a, b, x, strided, np.dtype(np.float32), fn, several)
     before = [sys.getrefcount(o) for o in watched]
     for _ in range(500):
