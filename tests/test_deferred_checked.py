@@ -27,7 +27,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:The recursion limit will not be 
 
 
 @pytest.fixture(scope="module")
-def backends(tmp_path_factory):
+def backends():
     return {"interp": InterpreterBackend(),
             "jit": JitBackend(use_cache=False, progress=False, threads=2, split_calls_from=4, tier="baseline")}
 

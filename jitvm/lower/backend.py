@@ -75,10 +75,9 @@ class JitBackend:
     def options(self, loaded: LoadedModule, probe: bool = True) -> dict:
         """Optimization levels: modules with loops get the full pipeline; straight-line host
         code (run once per call, dominated by imports) is compiled quickly instead. `probe`
-        False: vector math only if its probe was answered before (the middle tier's first
-        code does not wait for the probe)."""
+        False: without vector math, so its probe never runs (the middle tier's options)."""
         if compiler.has_loops(loaded.verified):
-            vector = vector_math.available() if probe else bool(vector_math.known())
+            vector = vector_math.available() if probe else False
             # (deferred checked copies need a lazy executable's stub: lower.deferred)
             steps = {k: v for k, v in self.loop_steps.items() if k != "defer_checked"}
             return {"speed": self.speed, "codegen": 2, "vector_math": vector,

@@ -49,7 +49,8 @@ from . import work as units_work
 from .units import call_components, run_once
 
 TIERS = ("auto", "baseline", "full")
-QUICK = ("baseline", "jammed", "jammed_slp", "middle")  # the tiers code starts on under "auto", until its tier-up
+# The tiers code starts on under "auto", until its tier-up, from the quickest to compile.
+QUICK = ("baseline", "jammed", "jammed_slp", "middle")
 # A function called this often gets the full tier under "auto". A kernel is called once per
 # workgroup: one whose workgroups in a call are known (a command buffer's) is hot once called
 # after them, in a second call. So no tier-up takes the cores from the first call (on 2 cores,
@@ -162,10 +163,7 @@ class LazyExecutable(JitExecutable):
                 "compiled": sum(t is not None for t in tiers) - late,
                 "interpreted": len(self.fallbacks),
                 "uncompiled": sum(t is None for t in tiers),
-                "baseline": sum(t == "baseline" for t in tiers),
-                "jammed": sum(t == "jammed" for t in tiers),
-                "jammed_slp": sum(t == "jammed_slp" for t in tiers),
-                "middle": sum(t == "middle" for t in tiers),
+                **{quick: sum(t == quick for t in tiers) for quick in QUICK},
                 "full": sum(t == "full" for t in tiers) - late}
 
     def _stub(self, ordinal: int):
@@ -266,8 +264,8 @@ class LazyExecutable(JitExecutable):
             return
         progress = self._progress(jobs)
         try:
-            # one pool for every tier, the long jobs first
-            order = {t: i for i, t in enumerate(("full", "middle", "jammed_slp", "jammed", "baseline"))}
+            # one pool for every tier, the long jobs first (QUICK runs from quickest to compile)
+            order = {t: i for i, t in enumerate(("full", *reversed(QUICK)))}
             found.extend(self.builder.build_tiers(sorted(jobs, key=lambda job: order[job[1]])))
         finally:
             if progress:

@@ -250,7 +250,7 @@ class ModuleLowering:
         deferred when the function was lowered (lower.loops.outline); its symbol is
         function_symbol(key, ordinal)."""
         vf = self.verified.functions[ordinal]
-        nest = NestVersioning(self.steps.chunk_loops).nests(vf)[header]
+        nest = self.nest_lowering.nests(vf)[header]
         outline.emit_copy(Emitter(self, vf, self.function(ordinal), self.nest_lowering), nest)
         return str(self.module)
 

@@ -43,7 +43,7 @@ class UnitBuilder:
         # the full tier is first wanted (it probes the vector math: the baseline never waits for it)
         self._full = full_options
         self._known_full = known_full  # the same dict when it costs nothing, else None
-        self._unprobed_full = unprobed_full  # the same without waiting for the vector math probe
+        self._unprobed_full = unprobed_full  # the same without vector math (no probe)
         self.loop_steps = {k: v for k, v in (loop_steps or {}).items() if k in LOOP_STEPS}  # steps turned off
         self.use_cache = use_cache
         self._module_loops = None

@@ -18,14 +18,12 @@ its root's exit or a trap (lower.loops.analysis builds no other).
 
 from __future__ import annotations
 
-from ...frontend import isa
-from ...frontend.decode import Reg
 from ...runtime.native import ir
 from ...runtime.vm.symbols import CHECKED_COPY_STUB
 from ..emit.effects import written_slots
 from ..emit.types import FN_TYPE, I8, I32, I64, PTR, const, opaque_alloca
 from .copies import lower_nest_copy
-from .parallel import live_at, read_refs
+from .parallel import live_at, read_refs, read_slots
 
 
 def cell_symbol(fn_name: str, header: int) -> str:
@@ -110,20 +108,12 @@ def _registers(vf, nest, n32: int) -> tuple[list[int], list[int], list[int]]:
     a slot it writes on some paths only is live there if anything reads it after the exit),
     every ref it reads, and the slots it writes that are live at its exit."""
     written, _ = written_slots(vf, nest.blocks)
-    touched, refs = set(written), read_refs(vf, nest.blocks)
-    for bi in nest.blocks:
-        block = vf.blocks[bi]
-        for idx in range(block.first, block.last + 1):
-            ins = vf.instructions[idx]
-            for f, value in zip(ins.op.fields, ins.args):
-                regs = [value] if f.kind == isa.REG else list(value) if f.kind == isa.REGS else \
-                    [s for s, _ in value] if f.kind == isa.REMAP else \
-                    [s for _, pairs in value for s, _ in pairs] if f.kind == isa.CASES else []
-                touched.update(s for r in regs if isinstance(r, Reg) and not r.is_ref for s in (r.index, r.index + 1))
-    # both halves of a slot pair: a 64-bit value read as a return's or call's operand counts
-    # by its first slot there
-    live_in, live_out = (_pairs(live_at(vf, nest.root.header)), _pairs(live_at(vf, nest.root.exit)))
-    return (sorted(s for s in touched & live_in if s < n32), sorted(r for r in refs if r < vf.ref_registers),
+    # both halves of a slot pair: an operand of an "any" list (a return's, a call's) is
+    # decoded as one i32 register and counts by its first slot in liveness, even if 64-bit
+    touched = _pairs(written | read_slots(vf, nest.blocks))
+    live_in, live_out = _pairs(live_at(vf, nest.root.header)), _pairs(live_at(vf, nest.root.exit))
+    return (sorted(s for s in touched & live_in if s < n32),
+            sorted(r for r in read_refs(vf, nest.blocks) if r < vf.ref_registers),
             sorted(s for s in written & live_out if s < n32))
 
 

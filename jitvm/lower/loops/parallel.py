@@ -159,6 +159,12 @@ def _reads_writes(ins):
     return reads, writes, refs
 
 
+def read_slots(vf, blocks) -> set[int]:
+    """Every i32 slot read anywhere in `blocks`."""
+    return {s for bi in blocks for idx in range(vf.blocks[bi].first, vf.blocks[bi].last + 1)
+            for s in _reads_writes(vf.instructions[idx])[0]}
+
+
 def read_refs(vf, blocks) -> set[int]:
     """Every ref register read anywhere in `blocks`."""
     refs: set[int] = set()
