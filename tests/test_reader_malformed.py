@@ -161,3 +161,18 @@ def test_decoded_instructions_are_what_their_constructor_makes(small_module):
             with pytest.raises(dataclasses.FrozenInstanceError):
                 ins.pc = 0
     assert make_reg("ref", 0xC005) == Reg("ref", 5, True, 0xC005) and make_reg("f32", 7) is make_reg("f32", 7)
+
+
+def test_a_module_name_holding_a_nul_runs_in_the_interpreter(tmp_path):
+    """The name is the module's to choose; the interpreter's generated code must not pass it
+    to compile() raw (a mutant found it raising a bare ValueError)."""
+    import jitvm
+    from jitvm.frontend.asm import assemble
+
+    data = bytearray(assemble("vm.module @abcd version 0\nvm.export @f\nvm.func @f(%i0: i32) -> (i32) {\n"
+                              "  vm.return %i0\n}\n"))
+    at = data.find(b"\x04\x00\x00\x00abcd")
+    data[at + 5] = 0
+    path = tmp_path / "nul.vmfb"
+    path.write_bytes(bytes(data))
+    assert jitvm.load(str(path), backend="interp").f(3) == 3

@@ -348,7 +348,8 @@ class ModuleCodegen:
     def generate(self) -> GeneratedModule:
         vm = self.verified
         module_id = next(_module_ids)
-        filename = f"<jitvm-interp {vm.name}#{module_id}>"
+        # (compile() refuses a NUL, which a module name may hold)
+        filename = f"<jitvm-interp {vm.name.replace(chr(0), chr(92) + '0')}#{module_id}>"
         rows: list[tuple[int, str, int | None]] = []
         function_rows = []
         for vf in vm.functions:
