@@ -2,8 +2,8 @@
 
 For each model and tier, a fresh process loads the model with an empty code store, starts
 every looped kernel on that tier (lazy.first_tier forced), lowers and compiles the units
-one after another in the process (CPU seconds of each: lowering, LLVM) and runs the first
-call on one thread with the workgroup trace on (runtime.exec.trace: each kernel's run
+one after another in the process (CPU seconds of each: lowering, LLVM), all before the first
+call (not pipelined with it, as lazy.CompileAhead does), and runs that call on one thread with the workgroup trace on (runtime.exec.trace: each kernel's run
 time). Then, per tier, compile time is fitted as a kernel's plus a flat loop's
 (least squares; lower.work.flat_loops) and run time per buffer element access (the work
 estimate's accesses; summed over all kernels), and the table lazy.first_tier uses now is
@@ -45,15 +45,21 @@ def timed_lower(self, unit, options):
     lowering[unit.index] = time.thread_time() - start
     order.append(unit.index)
     return out
-def one_by_one(jobs, count, target, in_workers=False):
+def one_by_one(jobs, count, target, in_workers=False, arrived=None):
     objects = []
-    for text, options in jobs:
+    for i, (text, options) in enumerate(jobs):
         start = time.thread_time()
         objects.append(compiler.build_object(text, target, *options))
         llvm_s.append(time.thread_time() - start)
+        if arrived:
+            arrived(i, objects[-1])
     return objects
 unit_build.UnitBuilder.lower = timed_lower
 compiler.build_jobs = one_by_one
+# the whole batch compiled before the sequence runs: a dispatch waiting in its stub for its
+# kernel would count the wait as run time in the trace
+compile_now = lazy.LazyExecutable._compile
+lazy.LazyExecutable._compile = lambda self, units, workgroups=None, ahead=False: compile_now(self, units, workgroups)
 vmfb, function, inputs = _specs()[model]
 m = jitvm.load(vmfb())
 m.function(function)(*inputs())
