@@ -136,3 +136,15 @@ def test_thread_trace_splits_dispatches_at_a_repeated_workgroup():
     rows = _records([(1, 0, 0, 0, 10, 7), (2, 0, 1, 0, 12, 7), (1, 0, 0, 20, 30, 7), (1, 0, 1, 30, 41, 7),
                      (1, 0, 0, 50, 55, 8)])
     assert dispatches(rows, {7: "a", 8: "b"}) == [("a", 12, 22.0), ("a", 21, 21.0), ("b", 5, 5.0)]
+
+
+@pytest.mark.parametrize("tier", ["baseline", "jammed_slp"])
+def test_tier_costs_measures_every_looped_kernel_of_the_cnn_on_the_forced_tier(tier):
+    """bench.tier_costs stands in for the compiler's job runner and the lazy executable's
+    compile: a change of either's signature broke it unseen (it is not in the default run)."""
+    from bench import tier_costs
+
+    rows = tier_costs.measure("cnn", tier)
+    assert len(rows) >= 3
+    for row in rows.values():
+        assert row["tier"] == tier and row["compile"] > 0 and row["run"] > 0 and row["accesses"] > 0
