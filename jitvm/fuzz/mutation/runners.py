@@ -195,9 +195,12 @@ def run(verified, data: bytes, backend_name: str) -> dict:
     from jitvm.runtime.vm.bytecode import LoadedModule
     from jitvm.runtime.modules import register_hal_types
 
+    from jitvm.runtime.modules.hal import native as hal_native
+
     be = backend(backend_name)
     calls = _Calls()
     register_hal_types()
+    hal_native.zero_transients()  # a mutant may read transient bytes no dispatch wrote
     protocol.phase("compile", verified.name, calls.counts)
     fallbacks = STATS["fallback_functions"]
     with warnings.catch_warnings():

@@ -196,6 +196,13 @@ def code() -> engine.JitModule:
     return _code
 
 
+def zero_transients(on: bool = True) -> None:
+    """Whether queue allocations (hal.device.queue.alloca) are zero-filled in this process.
+    IREE leaves their contents undefined and so does jitvm by default (queues.ll); a program
+    that reads bytes no dispatch wrote (a mutant) reads the same under every backend with it."""
+    ctypes.c_int32.from_address(code().global_address("jv_hal_zero_transients")).value = int(on)
+
+
 def address(name: str) -> int:
     return code().address(name)
 
