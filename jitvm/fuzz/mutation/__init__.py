@@ -3,8 +3,8 @@
 Used by the verifier's property test and by `bench/mutant_campaign.py`:
 
 - `Seed` is a module file plus the regions worth mutating (its bytecode, its function
-  descriptors, the whole file); `mutate` changes 1-3 bytes, biased to the first two
-  (mutate.py).
+  descriptors, the whole file) and the embedded native code it leaves alone (machine code
+  runs as given); `mutate` changes 1-3 bytes, biased to the first two (mutate.py).
 - `MutantPool` feeds batches of mutants to worker processes. Each worker reports one outcome
   per mutant as it goes, so when a worker dies (SIGSEGV) or stops answering (a hang) the
   mutant it was on is known: it is recorded as "crash" or "hang", the worker is replaced and

@@ -24,6 +24,10 @@ class Seed:
     name: str
     data: bytes
     regions: dict = field(hash=False, compare=False)  # region name -> (start, length)
+    machine_code: tuple = ()  # (start, length) spans no mutation touches (native_code_spans)
+
+    def mutable(self, at: int) -> bool:
+        return not any(start <= at < start + length for start, length in self.machine_code)
 
 
 def seed_from_file(path, name: str | None = None) -> Seed:
@@ -32,7 +36,27 @@ def seed_from_file(path, name: str | None = None) -> Seed:
     regions = {"file": (0, len(data)),
                "bytecode": (m.bytecode_file_offset, len(m.bytecode)),
                "descriptors": (descriptor_table_offset(m), 20 * len(m.functions))}
-    return Seed(name or str(path), data, {k: v for k, v in regions.items() if v[1] > 0})
+    return Seed(name or str(path), data, {k: v for k, v in regions.items() if v[1] > 0}, native_code_spans(m))
+
+
+def native_code_spans(m: BytecodeModule) -> tuple[tuple[int, int], ...]:
+    """File spans of the executable segments of the native libraries a module embeds
+    (llvm-cpu executables: ELF rodata). IREE runs that machine code as given, and so does
+    jitvm's loader, so a changed byte there asks the loader and the verifier nothing: it is
+    a crash of the mutated code itself (five in an 8,000-mutant campaign)."""
+    from jitvm.errors import Error
+    from jitvm.runtime.modules.hal.elf import PF_X, read_elf
+
+    spans = []
+    for segment in m.rodata:
+        try:
+            if bytes(segment.data[:4]) != b"\x7fELF":
+                continue
+            elf = read_elf(segment.data, need_dynamic=False)
+        except Error:
+            continue
+        spans.extend((segment.offset + s.offset, s.filesz) for s in elf.segments if s.flags & PF_X)
+    return tuple(spans)
 
 
 _BYTE_CHANGES = (
@@ -52,6 +76,8 @@ def mutate(seed: Seed, rng: random.Random) -> tuple[bytes, tuple[tuple[int, int,
     for _ in range(rng.randint(1, 3)):
         start, length = seed.regions[rng.choices(names, weights)[0]]
         at = start + rng.randrange(length)
+        while not seed.mutable(at):
+            at = start + rng.randrange(length)
         old = data[at]
         new = old
         while new == old:
