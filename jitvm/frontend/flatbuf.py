@@ -2,7 +2,9 @@
 
 The Python `flatbuffers` runtime trusts its input; jitvm reads untrusted files, so every offset
 read here is checked against the buffer before it is followed. Offsets between objects are
-unsigned and point forward, so walking a FlatBuffer always terminates.
+unsigned and point forward, so walking a FlatBuffer always terminates. What is read is held to
+the rules IREE's loader (flatcc's verifier) applies: tables and vectors 4-byte aligned, a
+field inside its table's declared size, a string followed by its zero terminator.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ SCALAR_FORMATS = {
     "bool": "<?", "u8": "<B", "i8": "<b", "u16": "<H", "i16": "<h", "u32": "<I", "i32": "<i",
     "u64": "<Q", "i64": "<q", "f32": "<f", "f64": "<d",
 }
+SCALAR_SIZES = {kind: struct.calcsize(fmt) for kind, fmt in SCALAR_FORMATS.items()}
 
 
 class FlatBuffer:
@@ -73,44 +76,56 @@ class FlatBuffer:
 class Table:
     """One table: its position and its vtable, both validated on construction."""
 
-    __slots__ = ("fb", "pos", "vtable", "vtable_size", "name")
+    __slots__ = ("fb", "pos", "vtable", "vtable_size", "size", "name")
 
     def __init__(self, fb: FlatBuffer, pos: int, name: str):
         self.fb = fb
         self.pos = pos
         self.name = name
+        if pos & 3:
+            raise fb.fail(f"{name} is not 4-byte aligned", pos)
         vtable = pos - fb.i32(pos)
         fb.check(vtable, 4, f"vtable of {name}")
+        if vtable & 1:
+            raise fb.fail(f"vtable of {name} is not 2-byte aligned", vtable)
         vtable_size = fb.u16(vtable)
         if vtable_size < 4 or vtable_size & 1:
             raise fb.fail(f"vtable of {name} has invalid size {vtable_size}", vtable)
         fb.check(vtable, vtable_size, f"vtable of {name}")
+        self.size = fb.u16(vtable + 2)
+        fb.check(pos, self.size, f"{name} (its declared size)")
         self.vtable = vtable
         self.vtable_size = vtable_size
 
-    def field(self, index: int) -> int:
-        """Absolute position of field `index`, or 0 when it is absent."""
+    def field(self, index: int, size: int = 4) -> int:
+        """Absolute position of field `index` (`size` bytes, inside the table's declared
+        size), or 0 when it is absent."""
         entry = 4 + 2 * index
         if entry >= self.vtable_size:
             return 0
         offset = self.fb.u16(self.vtable + entry)
         if offset == 0:
             return 0
+        if offset + size > self.size:
+            raise self.fb.fail(f"field {index} of {self.name} ({size} bytes at offset {offset}) lies outside the "
+                               f"table's {self.size} bytes", self.pos)
         return self.pos + offset
 
     def scalar(self, index: int, kind: str, default=0):
-        pos = self.field(index)
+        pos = self.field(index, SCALAR_SIZES[kind])
         return default if pos == 0 else self.fb.scalar(pos, kind)
 
     def has(self, index: int) -> bool:
-        return self.field(index) != 0
+        return self.field(index, 1) != 0
 
     def string(self, index: int, what: str) -> str | None:
-        raw = self.bytes(index, what)
-        if raw is None:
+        start, count = self.vector_span(index, 1, what)
+        if start is None:
             return None
+        if start + count >= self.fb.size or self.fb.data[start + count] != 0:
+            raise self.fb.fail(f"{self.name}.{what} is not zero-terminated", start + count)
         try:
-            return bytes(raw).decode("utf-8")
+            return bytes(self.fb.data[start:start + count]).decode("utf-8")
         except UnicodeDecodeError as e:
             raise self.fb.fail(f"{self.name}.{what} is not valid UTF-8 ({e.reason})", e.start)
 
@@ -149,6 +164,8 @@ class Table:
         if pos == 0:
             return None, 0
         vec = self.fb.deref(pos, f"{self.name}.{what}")
+        if vec & 3:
+            raise self.fb.fail(f"vector {self.name}.{what} is not 4-byte aligned", vec)
         count = self.fb.u32(vec)
         self.fb.check(vec + 4, count * element_size, f"vector {self.name}.{what} ({count} elements)")
         return vec + 4, count
