@@ -194,7 +194,6 @@ def run(verified, data: bytes, backend_name: str) -> dict:
     from jitvm.lower.backend import STATS
     from jitvm.runtime.vm.bytecode import LoadedModule
     from jitvm.runtime.modules import register_hal_types
-
     from jitvm.runtime.modules.hal import native as hal_native
 
     be = backend(backend_name)

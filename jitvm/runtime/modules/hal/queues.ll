@@ -393,16 +393,16 @@ entry:
   ret i32 %s
 }
 
-; hal.device.queue.alloca(device, affinity, wait, signal, pool, memory_types, usage, size, flags): a
-; transient buffer, not zero-filled (unless @jv_hal_zero_transients says so). Its contents are undefined in IREE and the compiler
-; writes every byte a later dispatch reads; IREE's local-task device does not clear them
-; either, and a weight-dequantising model's 16 MB transient took 0.5 ms of serial memset per
-; call, a quarter of its two-thread call (issue 22)    0rIrrIiiII_r
 ; Nonzero: queue allocations are zero-filled after all (hal.native.zero_transients): the
 ; differential fuzzing runs mutants that read transient bytes no dispatch wrote, which must
 ; then read the same under both backends.
 @jv_hal_zero_transients = global i32 0
 
+; hal.device.queue.alloca(device, affinity, wait, signal, pool, memory_types, usage, size, flags): a
+; transient buffer, not zero-filled (unless @jv_hal_zero_transients says so). Its contents are
+; undefined in IREE and the compiler writes every byte a later dispatch reads; IREE's local-task
+; device does not clear them either, and a weight-dequantising model's 16 MB transient took
+; 0.5 ms of serial memset per call, a quarter of its two-thread call (issue 22)    0rIrrIiiII_r
 define i32 @jv_hal_device_queue_alloca(ptr %ctx, ptr %args, ptr %results, ptr %t) {
 entry:
   %s0 = call i32 @queue_refs(ptr %args, ptr @s.hal_device_queue_alloca, ptr @s.hal_device_queue_alloca_wait_fence,
